@@ -1,0 +1,27 @@
+"""The errors this package raises on purpose; each message is meant for the user."""
+
+from __future__ import annotations
+
+
+class RolloutTaxError(Exception):
+    """Base of every error this package raises on purpose; its message is for the user."""
+
+
+class ConfigError(RolloutTaxError, ValueError):
+    """An unknown substrate, option or malformed value; the message names it."""
+
+
+class SubstrateUnavailable(RolloutTaxError):
+    """The substrate cannot be used here: SDK not installed, daemon or API unreachable."""
+
+
+class CredentialsMissing(SubstrateUnavailable):
+    """The substrate needs credentials that are not configured; its rollouts are skipped."""
+
+
+class SandboxStartError(RolloutTaxError):
+    """A sandbox did not become ready; whatever was created has been removed."""
+
+
+class StepTimeout(RolloutTaxError):
+    """A step ran past its timeout; its process was killed and the sandbox stays usable."""

@@ -1,0 +1,454 @@
+"""pytest hooks and fixtures: options, the ``trajectory`` marker, parametrization over
+substrates and rounds, the xdist hand-off and the terminal summary. No substrate logic."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import pytest
+
+from . import __version__, compare
+from .config import SubstrateSpec, pyproject_tables, resolve, split_names
+from .errors import CredentialsMissing, RolloutTaxError
+from .machine import commit_info, machine_info
+from .projection import Scale
+from .record import Rollout
+from .registry import Registry
+from .report import render_summary, write_json
+from .sandbox import Sandbox, Substrate, new_id
+from .session import SubstratePool
+from .summary import build_report
+
+WORKEROUTPUT_KEY = "rollout_tax_rollouts"
+WORKERINPUT_KEY = "rollout_tax_session"
+MARKER = (
+    "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
+    "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
+    "substrate; timeout: default seconds per step; substrates: names it may run on."
+)
+
+plugin_key = pytest.StashKey["RolloutTaxPlugin"]()
+rollout_key = pytest.StashKey[Rollout]()
+
+
+# -- options ---------------------------------------------------------------------------------
+
+OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
+    # flag, addoption kwargs, help, ini type, ini default
+    ("--substrate", {"action": "append", "metavar": "NAME[,NAME...]"},
+     "substrates to run each workload on (repeatable); default: local", "args", ["local"]),
+    ("--substrate-opt", {"action": "append", "metavar": "NAME.KEY=VALUE"},
+     "an option for one substrate, e.g. docker.image=IMG or k8s.namespace=rl (repeatable)",
+     "linelist", []),
+    ("--rollout-rounds", {"metavar": "N"},
+     "fresh rollouts of every workload per substrate, overriding the markers' rounds "
+     "(the ini value is only the default for markers that set none; default 1)",
+     "string", "1"),
+    ("--rollout-probes", {"metavar": "N"},
+     "no-op execs timed per sandbox to measure the per-action tax (default 5)", "string", "5"),
+    ("--rollout-project", {"metavar": "NxS"},
+     "project worker-hours for N rollouts of S steps (default 1000000x150; "
+     "N alone: S from each marker's steps)", "string", "1000000x150"),
+    ("--rollout-think-time", {"metavar": "SECONDS"},
+     "agent think time per step added to projected worker-hours (default 0)", "string", "0"),
+    ("--rollout-json", {"metavar": "PATH"},
+     "write the full report (schema rollout-tax/1) to PATH", "string", None),
+    ("--rollout-save", {"metavar": "NAME"},
+     "save this run as STORAGE/NAME.json for later comparison", "string", None),
+    ("--rollout-autosave", {"action": "store_true", "default": None},
+     "save this run as STORAGE/NNNN_<commit-or-time>.json", "bool", False),
+    ("--rollout-storage", {"metavar": "DIR"},
+     "where saved runs live (default .rollout-tax/)", "string", ".rollout-tax"),
+    ("--rollout-compare", {"nargs": "?", "const": "", "metavar": "NAME|PATH"},
+     "compare with a saved run (default: the newest one)", "string", None),
+    ("--rollout-compare-fail", {"action": "append", "metavar": "METRIC.STAT:THRESHOLD"},
+     "fail the run when a metric regressed past a threshold, e.g. cold_start.p95:15%% "
+     "or action.p50:5ms (repeatable)", "linelist", []),
+]  # fmt: skip
+
+
+def _ini_name(flag: str) -> str:
+    return {"--substrate": "rollout_substrates", "--substrate-opt": "rollout_substrate_opts"}.get(
+        flag, flag.lstrip("-").replace("-", "_")
+    )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rollout-tax", "rollout tax (latency of execution substrates)")
+    for flag, kwargs, help_text, ini_type, ini_default in OPTIONS:
+        group.addoption(flag, dest=_ini_name(flag), help=f"{help_text} [ini: {_ini_name(flag)}]",
+                        **kwargs)  # fmt: skip
+        parser.addini(_ini_name(flag), help_text, type=ini_type, default=ini_default)
+    group.addoption(
+        "--rollout-reap",
+        action="store_true",
+        help="remove sandboxes left by earlier sessions on the selected substrates, then exit",
+    )
+
+
+def _option(config: pytest.Config, flag: str) -> Any:
+    """The command-line value of an option, else its ini twin."""
+    name = _ini_name(flag)
+    value = config.getoption(name)
+    return config.getini(name) if value is None or value == [] else value
+
+
+def _number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
+    value = _option(config, flag)
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}={value!r}: expected a number") from None
+    if number < minimum:
+        raise pytest.UsageError(f"{flag}={value!r}: must be at least {minimum}")
+    return number
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every rollout-tax option, parsed and checked."""
+
+    specs: dict[str, SubstrateSpec]
+    rounds: int
+    rounds_override: int | None
+    probes: int
+    scale: Scale
+    json_path: str | None
+    gate: compare.Gate
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
+        try:
+            selected = split_names(_option(config, "--substrate"))
+            tables = pyproject_tables(config.rootpath / "pyproject.toml")
+            specs = resolve(selected, _option(config, "--substrate-opt"), tables, registry.names())
+            think = _number(config, "--rollout-think-time", float, 0)
+            scale = Scale.parse(str(_option(config, "--rollout-project")), think)
+            gate = compare.Gate.from_options(
+                storage=_option(config, "--rollout-storage"),
+                save=_option(config, "--rollout-save"),
+                autosave=bool(_option(config, "--rollout-autosave")),
+                compare=_option(config, "--rollout-compare"),
+                fail=_option(config, "--rollout-compare-fail"),
+            )
+        except (RolloutTaxError, ValueError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        return cls(
+            specs={spec.name: spec for spec in specs},
+            rounds=_number(config, "--rollout-rounds", int, 1),
+            rounds_override=_number(config, "--rollout-rounds", int, 1)
+            if config.getoption("rollout_rounds") is not None
+            else None,
+            probes=_number(config, "--rollout-probes", int, 0),
+            scale=scale,
+            json_path=_option(config, "--rollout-json"),
+            gate=gate,
+        )
+
+
+# -- the marker --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The ``trajectory`` marker's arguments, checked."""
+
+    steps: int | None = None
+    rounds: int | None = None
+    timeout: float | None = None
+    substrates: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_marker(cls, mark: pytest.Mark | None) -> Trajectory:
+        if mark is None:
+            return cls()
+        where = "@pytest.mark.trajectory"
+        if mark.args:
+            raise ValueError(f"{where}: takes keyword arguments only, got {mark.args!r}")
+        unknown = set(mark.kwargs) - {"steps", "rounds", "timeout", "substrates"}
+        if unknown:
+            raise ValueError(f"{where}: unknown argument(s) {', '.join(sorted(unknown))}")
+        kwargs = mark.kwargs
+        for name in ("steps", "rounds"):
+            value = kwargs.get(name)
+            if value is not None and (type(value) is not int or value < 1):
+                raise ValueError(f"{where}({name}={value!r}): expected a positive integer")
+        timeout = kwargs.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
+        ):
+            raise ValueError(f"{where}(timeout={timeout!r}): expected seconds > 0")
+        substrates = kwargs.get("substrates")
+        if isinstance(substrates, str):
+            substrates = substrates.split(",")
+        if substrates is not None and (
+            not isinstance(substrates, (list, tuple))
+            or not all(isinstance(s, str) for s in substrates)
+        ):
+            raise ValueError(f"{where}(substrates={substrates!r}): expected a list of names")
+        return cls(
+            steps=kwargs.get("steps"),
+            rounds=kwargs.get("rounds"),
+            timeout=timeout,
+            substrates=tuple(s.strip() for s in substrates) if substrates is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one parametrized test instance runs on."""
+
+    substrate: str
+    round: int
+    trajectory: Trajectory
+
+    @property
+    def id(self) -> str:
+        return f"{self.substrate}-{self.round}"
+
+
+# -- the plugin --------------------------------------------------------------------------------
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER)
+    if config.option.rollout_reap:
+        return
+    registry = Registry.discover()
+    settings = Settings.from_config(config, registry)
+    workerinput = getattr(config, "workerinput", None)
+    session_id = workerinput[WORKERINPUT_KEY] if workerinput else new_id()
+    pool = SubstratePool(settings.specs, registry, session_id)
+    try:
+        pool.validate()
+    except RolloutTaxError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    plugin = RolloutTaxPlugin(config, settings, pool)
+    config.stash[plugin_key] = plugin
+    config.pluginmanager.register(plugin, "rollout-tax")
+    if config.pluginmanager.hasplugin("xdist") and workerinput is None:
+        config.pluginmanager.register(XdistController(plugin), "rollout-tax-xdist")
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if not config.option.rollout_reap:
+        return None
+    try:
+        registry = Registry.discover()
+        settings = Settings.from_config(config, registry)
+    except pytest.UsageError as exc:
+        print(f"ERROR: {exc}", file=sys.stderr)
+        return pytest.ExitCode.USAGE_ERROR
+    pool = SubstratePool(settings.specs, registry, new_id())
+    status = pytest.ExitCode.OK
+    for name in settings.specs:
+        try:
+            count = pool.get(name).reap(None)
+        except RolloutTaxError as exc:
+            print(f"rollout-tax: {name}: cannot reap: {exc}", file=sys.stderr)
+            status = pytest.ExitCode.USAGE_ERROR
+        else:
+            print(f"rollout-tax: {name}: removed {count} leftover sandbox(es)")
+    pool.close()
+    return status
+
+
+class RolloutTaxPlugin:
+    """The hooks and fixtures of one pytest process (controller, worker or serial run)."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, pool: SubstratePool) -> None:
+        self.config = config
+        self.settings = settings
+        self.pool = pool
+        self.rollouts: list[Rollout] = []
+        self.is_worker = hasattr(config, "workerinput")
+        self.summary_lines: list[str] = []
+        self._previous_sigterm: Any = None
+
+    # -- parametrization and fixtures ------------------------------------------------------
+
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "_rollout_target" not in metafunc.fixturenames:
+            return  # no rollout fixture, or the test's own fixtures shadow ours
+        try:
+            trajectory = Trajectory.from_marker(
+                metafunc.definition.get_closest_marker("trajectory")
+            )
+        except ValueError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        names = [
+            name
+            for name in self.settings.specs
+            if trajectory.substrates is None or name in trajectory.substrates
+        ]
+        rounds = self.settings.rounds_override or trajectory.rounds or self.settings.rounds
+        targets = [Target(name, r, trajectory) for name in names for r in range(1, rounds + 1)]
+        metafunc.parametrize(
+            "_rollout_target", targets, ids=[t.id for t in targets], indirect=True, scope="function"
+        )
+
+    @pytest.fixture
+    def _rollout_target(self, request: pytest.FixtureRequest) -> Target:
+        return request.param
+
+    @pytest.fixture
+    def substrate(self, _rollout_target: Target) -> Substrate:
+        """The Substrate the current rollout runs on."""
+        try:
+            return self.pool.get(_rollout_target.substrate)
+        except RolloutTaxError as exc:
+            error = exc
+        _skip_or_fail(error)
+
+    @pytest.fixture
+    def sandbox(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Iterator[Sandbox]:
+        """A fresh sandbox for this rollout, on the current substrate; deleted afterwards."""
+        target = _rollout_target
+        rollout = Rollout(
+            test=request.node.nodeid,
+            substrate=target.substrate,
+            round=target.round,
+            planned_steps=target.trajectory.steps,
+        )
+        request.node.stash[rollout_key] = rollout
+        try:
+            sandbox = self.pool.get(target.substrate).start(
+                rollout, timeout=target.trajectory.timeout
+            )
+        except RolloutTaxError as exc:
+            error = exc
+        else:
+            error = None
+        if error is not None:  # outside the except block: no chained traceback in the report
+            if isinstance(error, CredentialsMissing):
+                del request.node.stash[rollout_key]
+            else:
+                rollout.fail(failure_reason(error))
+            _skip_or_fail(error)
+        try:
+            sandbox.probe(self.settings.probes)
+            yield sandbox
+        finally:
+            sandbox.close()
+
+    @pytest.fixture
+    def rollout(self, sandbox: Sandbox) -> Rollout:
+        """The current rollout's record: its phases, steps and probes so far."""
+        return sandbox.rollout
+
+    # -- outcomes ----------------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+        report = (yield).get_result()
+        rollout = item.stash.get(rollout_key, None)
+        if rollout is None:
+            return
+        if report.failed and call.excinfo is not None:
+            rollout.fail(failure_reason(call.excinfo.value))
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            rollout.outcome = (
+                "error" if report.when == "setup" and report.failed else report.outcome
+            )
+        elif report.when == "teardown":
+            if report.failed and rollout.outcome == "passed":
+                rollout.outcome = "error"
+            self.rollouts.append(rollout)
+            del item.stash[rollout_key]
+
+    # -- the end of the session ------------------------------------------------------------
+
+    def pytest_sessionstart(self) -> None:
+        self._previous_sigterm = _install_sigterm_handler()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.pool.reap_session()
+        self.pool.close()
+        if self.is_worker:
+            self.config.workeroutput[WORKEROUTPUT_KEY] = [r.to_dict() for r in self.rollouts]
+            return
+        if not self.rollouts:
+            return
+        report = build_report(
+            self.rollouts,
+            self.settings.scale,
+            plugin_version=__version__,
+            machine=machine_info(),
+            commit=commit_info(self.config.rootpath),
+        )
+        self.summary_lines = render_summary(report)
+        if self.settings.json_path:
+            path = write_json(self.settings.json_path, report)
+            self.summary_lines.append(f"report written to {path}")
+        verdict = self.settings.gate.finish(report)
+        self.summary_lines += verdict.lines
+        if verdict.failed:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if not self.summary_lines:
+            return
+        terminalreporter.write_sep("=", "rollout tax")
+        for line in self.summary_lines:
+            terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self) -> None:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+
+
+class XdistController:
+    """Controller-side xdist hooks: hand the session id out, take the workers' records in."""
+
+    def __init__(self, plugin: RolloutTaxPlugin) -> None:
+        self.plugin = plugin
+        self.crashed = False
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[WORKERINPUT_KEY] = self.plugin.pool.session_id
+
+    def pytest_testnodedown(self, node, error) -> None:
+        output = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if output is None:
+            self.crashed = True
+            return
+        self.plugin.rollouts.extend(Rollout.from_dict(item) for item in output)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        if self.crashed:  # a worker died without cleaning up: reap what it left
+            self.plugin.pool.reap_session(list(self.plugin.settings.specs))
+
+
+def _skip_or_fail(error: RolloutTaxError) -> NoReturn:
+    """Skip a rollout for missing credentials; fail it with a one-line reason otherwise."""
+    if isinstance(error, CredentialsMissing):
+        pytest.skip(str(error))
+    pytest.fail(str(error), pytrace=False)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short, countable reason: the message of our errors, the type of a workload's."""
+    if isinstance(exc, RolloutTaxError):
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return f"{type(exc).__name__}: {first_line}"[:200]
+    if isinstance(exc, pytest.fail.Exception):
+        return str(exc).splitlines()[0][:200] if str(exc) else "failed"
+    return f"test failed: {type(exc).__name__}"
+
+
+def _install_sigterm_handler() -> Any:
+    """Turn SIGTERM into KeyboardInterrupt so fixtures tear their sandboxes down."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        return None

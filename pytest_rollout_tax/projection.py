@@ -1,0 +1,91 @@
+"""Worker-hour projection and the spread between substrates (DESIGN.md, "Projection")."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How many rollouts of how many steps to project, and the agent's think time per step."""
+
+    rollouts: int = 1_000_000
+    #: None: each workload's declared length (marker ``steps``), else the steps it made.
+    steps: int | None = 150
+    think_time_s: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str, think_time_s: float = 0.0) -> Scale:
+        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``)."""
+        match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
+        try:
+            rollouts = float(match.group(1)) if match else -1.0
+            steps = int(match.group(2)) if match and match.group(2) else None
+        except ValueError:
+            rollouts, steps = -1.0, None
+        if rollouts < 1 or rollouts != int(rollouts) or steps == 0:
+            raise ValueError(
+                f"--rollout-project={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
+                "with positive integers, e.g. 1000000x150"
+            )
+        if think_time_s < 0:
+            raise ValueError(f"--rollout-think-time={think_time_s!r}: must be >= 0 seconds")
+        return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
+
+
+def worker_hours(scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float) -> float:
+    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown)``."""
+    per_rollout = cold_start_s + scale.steps * (step_s + scale.think_time_s) + teardown_s
+    return scale.rollouts * per_rollout / SECONDS_PER_HOUR
+
+
+def tax_hours(scale: Scale, *, cold_start_s: float, action_s: float, teardown_s: float) -> float:
+    """Hours the substrate alone costs: ``N * (cold + S * action + teardown)``."""
+    per_rollout = cold_start_s + scale.steps * action_s + teardown_s
+    return scale.rollouts * per_rollout / SECONDS_PER_HOUR
+
+
+def added_hours(
+    per_rollout_s: float = 0.0,
+    per_action_s: float = 0.0,
+    rollouts: int = 1_000_000,
+    steps: int = 150,
+) -> float:
+    """Worker-hours added by an extra overhead per rollout and per action (the paper's Table 1)."""
+    return rollouts * (per_rollout_s + steps * per_action_s) / SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Slowest over fastest substrate, by cold-start p50 and by projected worker-hours."""
+
+    cold_start_p50: float
+    worker_hours: float
+    fastest: str
+    slowest: str
+
+    def to_dict(self) -> dict:
+        return {
+            "cold_start_p50": self.cold_start_p50,
+            "worker_hours": self.worker_hours,
+            "fastest": self.fastest,
+            "slowest": self.slowest,
+        }
+
+
+def spread(cold_start_p50: dict[str, float], hours: dict[str, float]) -> Spread | None:
+    """The spread between substrates, or None with fewer than two that have both figures."""
+    names = [name for name in cold_start_p50 if cold_start_p50[name] > 0 and hours.get(name, 0) > 0]
+    if len(names) < 2:
+        return None
+    fastest = min(names, key=lambda name: cold_start_p50[name])
+    slowest = max(names, key=lambda name: cold_start_p50[name])
+    return Spread(
+        cold_start_p50=cold_start_p50[slowest] / cold_start_p50[fastest],
+        worker_hours=max(hours[n] for n in names) / min(hours[n] for n in names),
+        fastest=fastest,
+        slowest=slowest,
+    )

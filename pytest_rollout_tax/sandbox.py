@@ -1,0 +1,243 @@
+"""The Sandbox / Substrate interface every backend implements; every step is timed here.
+
+A backend implements four small methods on its Sandbox (``_run``, ``_write``, ``_read``,
+``_destroy``) and one on its Substrate (``_create``). The public methods around them resolve
+paths, time each call and record it in the sandbox's :class:`~pytest_rollout_tax.record.Rollout`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .errors import RolloutTaxError, SandboxStartError
+from .options import parse_options
+from .record import PhaseClock, Rollout, Step, StepKind
+
+SESSION_LABEL = "rollout-tax.io/session"
+ROLLOUT_LABEL = "rollout-tax.io/rollout"
+NOOP = ("true",)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of one ``exec``: a non-zero exit is a result, not an exception."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What a backend's ``_run`` returns: exit code and undecoded output."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+def new_id() -> str:
+    """A short random id for sessions and rollouts, valid as a label value everywhere."""
+    return uuid.uuid4().hex[:12]
+
+
+def shell_command(argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str) -> list[str]:
+    """``argv`` as one ``sh -c`` command that first sets ``env`` and changes to ``cwd``.
+
+    For backends whose exec API takes only an argv (Kubernetes, SSH).
+    """
+    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+    return ["sh", "-c", f"{exports}cd {shlex.quote(cwd)} && exec {shlex.join(argv)}"]
+
+
+class Sandbox(ABC):
+    """One live environment for one rollout: run commands and move files, every call timed."""
+
+    def __init__(self, *, workdir: str, rollout: Rollout, timeout: float | None = None) -> None:
+        self.workdir = workdir
+        self.rollout = rollout
+        self.timeout = timeout
+        self._trajectory_started = time.perf_counter()
+        self._closed = False
+
+    # -- the backend interface -------------------------------------------------------------
+
+    @abstractmethod
+    def _run(
+        self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+    ) -> RawResult:
+        """Run ``argv`` in absolute ``cwd``; on timeout kill it and raise :class:`StepTimeout`."""
+
+    @abstractmethod
+    def _write(self, path: str, data: bytes) -> None:
+        """Write ``data`` to absolute ``path``, creating parent directories."""
+
+    @abstractmethod
+    def _read(self, path: str) -> bytes:
+        """Read absolute ``path``; raise FileNotFoundError when it does not exist."""
+
+    @abstractmethod
+    def _destroy(self) -> None:
+        """Delete the environment and return once it is gone."""
+
+    # -- the public API --------------------------------------------------------------------
+
+    def path(self, path: str) -> str:
+        """``path`` resolved against :attr:`workdir`."""
+        return posixpath.normpath(posixpath.join(self.workdir, path))
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run ``cmd``: a string through ``sh -c``, a list as it is. One recorded step."""
+        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(arg) for arg in cmd]
+        if not argv:
+            raise ValueError("exec: empty command")
+        started = time.perf_counter()
+        raw = None
+        try:
+            raw = self._run(
+                argv,
+                timeout=self.timeout if timeout is None else timeout,
+                env=env,
+                cwd=self.path(cwd or "."),
+            )
+        finally:
+            wall = time.perf_counter() - started
+            self._record("exec", wall, raw.exit_code if raw else None)
+        return ExecResult(
+            exit_code=raw.exit_code,
+            stdout=raw.stdout.decode("utf-8", "replace"),
+            stderr=raw.stderr.decode("utf-8", "replace"),
+            duration_s=wall,
+        )
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write text (UTF-8) or bytes to ``path``, creating parent directories. One step."""
+        payload = data.encode() if isinstance(data, str) else bytes(data)
+        with self._step("write_file"):
+            self._write(self.path(path), payload)
+
+    def read_file(self, path: str, binary: bool = False) -> str | bytes:
+        """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
+        with self._step("read_file"):
+            payload = self._read(self.path(path))
+        return payload if binary else payload.decode("utf-8", "replace")
+
+    def probe(self, count: int) -> list[float]:
+        """Time ``count`` no-op execs (the substrate's per-action tax); not recorded as steps."""
+        samples = []
+        for _ in range(count):
+            started = time.perf_counter()
+            self._run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+            samples.append(time.perf_counter() - started)
+        self.rollout.action_probes_s.extend(samples)
+        return samples
+
+    def close(self) -> None:
+        """Delete the environment (timed as teardown); safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        started = time.perf_counter()
+        self._destroy()
+        ended = time.perf_counter()
+        self.rollout.teardown_s = ended - started
+        self.rollout.trajectory_s = ended - self._trajectory_started
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _record(self, kind: StepKind, wall_s: float, exit_code: int | None = None) -> None:
+        self.rollout.steps.append(Step(kind=kind, wall_s=wall_s, exit_code=exit_code))
+
+    def _step(self, kind: StepKind) -> _TimedStep:
+        return _TimedStep(self, kind)
+
+
+class _TimedStep:
+    """Context manager that records one file step, whether it succeeds or raises."""
+
+    def __init__(self, sandbox: Sandbox, kind: StepKind) -> None:
+        self.sandbox = sandbox
+        self.kind = kind
+
+    def __enter__(self) -> None:
+        self.started = time.perf_counter()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.sandbox._record(self.kind, time.perf_counter() - self.started)
+
+
+class Substrate(ABC):
+    """A kind of execution environment; one object per name per process holds the client."""
+
+    #: The registry name of this implementation (``docker``); instances may be named variants.
+    kind: ClassVar[str]
+    #: A dataclass of the options this substrate accepts (``--substrate-opt NAME.KEY=VALUE``).
+    Options: ClassVar[type]
+
+    def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
+        self.name = name or self.kind
+        self.session_id = session_id or new_id()
+        self.options = parse_options(self.Options, options, owner=self.name)
+
+    @abstractmethod
+    def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
+        """Create and start one sandbox, marking phases on ``clock``; clean up if it fails."""
+
+    def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
+        """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
+        rollout = rollout or Rollout(substrate=self.name)
+        labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
+        clock = PhaseClock(rollout.phases)
+        try:
+            sandbox = self._create(rollout=rollout, labels=labels, clock=clock)
+        except RolloutTaxError:
+            raise
+        except Exception as exc:
+            raise SandboxStartError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        sandbox.timeout = timeout
+        sandbox._trajectory_started = clock.started
+        try:
+            first = sandbox._run(list(NOOP), timeout=timeout, env=None, cwd=sandbox.workdir)
+            if first.exit_code != 0:
+                raise SandboxStartError(
+                    f"{self.name}: the first no-op exec exited {first.exit_code}: "
+                    f"{first.stderr.decode('utf-8', 'replace').strip()[:200]}"
+                )
+        except BaseException:
+            sandbox.close()
+            raise
+        clock.mark("first_exec")
+        rollout.cold_start_s = clock.cold_start()
+        return sandbox
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Remove environments labelled by ``session_id`` (any session if None); return how many."""
+        return 0
+
+    def close(self) -> None:  # noqa: B027 - most substrates hold nothing to release
+        """Release the client connection."""

@@ -1,0 +1,67 @@
+"""What one run gathers: its substrates (created on first use), and the rollout records."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from .config import SubstrateSpec
+from .errors import RolloutTaxError, SubstrateUnavailable
+from .options import parse_options
+from .registry import Registry
+from .sandbox import Substrate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SubstratePool:
+    """One Substrate per name per process, created lazily; a failure to create is remembered."""
+
+    specs: dict[str, SubstrateSpec]
+    registry: Registry
+    session_id: str
+    _substrates: dict[str, Substrate] = field(default_factory=dict)
+    _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Check every spec's options now, so a bad value is a usage error, not N failures.
+
+        A substrate whose SDK is not installed is left for its rollouts to report.
+        """
+        for spec in self.specs.values():
+            try:
+                substrate_class = self.registry.load(spec.kind)
+            except SubstrateUnavailable:
+                continue
+            parse_options(substrate_class.Options, spec.options, owner=spec.name)
+
+    def get(self, name: str) -> Substrate:
+        """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""
+        if name in self._errors:
+            raise self._errors[name]
+        if name not in self._substrates:
+            spec = self.specs[name]
+            try:
+                self._substrates[name] = self.registry.create(
+                    spec.name, spec.kind, session_id=self.session_id, **spec.options
+                )
+            except RolloutTaxError as exc:
+                self._errors[name] = exc
+                raise
+        return self._substrates[name]
+
+    def reap_session(self, names: list[str] | None = None) -> int:
+        """Remove whatever this session left behind on ``names`` (default: those in use)."""
+        removed = 0
+        for name in names if names is not None else list(self._substrates):
+            try:
+                removed += self.get(name).reap(self.session_id)
+            except RolloutTaxError as exc:
+                log.warning("rollout-tax: could not reap %s: %s", name, exc)
+        return removed
+
+    def close(self) -> None:
+        for substrate in self._substrates.values():
+            substrate.close()
+        self._substrates.clear()

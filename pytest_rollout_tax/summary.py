@@ -1,0 +1,125 @@
+"""Aggregate rollout records into the ``rollout-tax/1`` report (DESIGN.md, "JSON report")."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections import Counter
+from collections.abc import Iterable
+
+from .projection import Scale, spread, tax_hours, worker_hours
+from .record import Rollout
+from .stats import Stats
+
+SCHEMA = "rollout-tax/1"
+
+
+def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
+    """One ``substrates[NAME]`` entry of the report."""
+    cold = Stats.of(r.cold_start_s for r in rollouts if r.cold_start_s is not None)
+    action = Stats.of(s for r in rollouts for s in r.action_probes_s)
+    step = Stats.of(s.wall_s for r in rollouts for s in r.steps)
+    teardown = Stats.of(r.teardown_s for r in rollouts if r.teardown_s is not None)
+    trajectory = Stats.of(r.trajectory_s for r in rollouts if r.trajectory_s is not None)
+    phase_names = dict.fromkeys(name for r in rollouts for name in r.phases)
+    failed = [r for r in rollouts if r.failed]
+    return {
+        "rollouts": len(rollouts),
+        "failures": len(failed),
+        "failure_reasons": dict(Counter(r.error or r.outcome for r in failed).most_common()),
+        "cold_start": _dict(cold),
+        "action": _dict(action),
+        "step": _dict(step),
+        "teardown": _dict(teardown),
+        "trajectory": _dict(trajectory),
+        "phases": {
+            name: _dict(Stats.of(r.phases[name] for r in rollouts if name in r.phases))
+            for name in phase_names
+        },
+        "worker_hours": project_worker_hours(scale, cold, step, teardown),
+        "tax_hours": project_tax_hours(scale, cold, action, teardown),
+    }
+
+
+def project_worker_hours(
+    scale: Scale, cold: Stats | None, step: Stats | None, teardown: Stats | None
+) -> float | None:
+    """Projected worker-hours from the means, or None without a successful cold start."""
+    if cold is None:
+        return None
+    return worker_hours(
+        scale,
+        cold_start_s=cold.mean,
+        step_s=step.mean if step else 0.0,
+        teardown_s=teardown.mean if teardown else 0.0,
+    )
+
+
+def project_tax_hours(
+    scale: Scale, cold: Stats | None, action: Stats | None, teardown: Stats | None
+) -> float | None:
+    """Projected tax-hours from the means, or None without a cold start and probes."""
+    if cold is None or action is None:
+        return None
+    return tax_hours(
+        scale,
+        cold_start_s=cold.mean,
+        action_s=action.mean,
+        teardown_s=teardown.mean if teardown else 0.0,
+    )
+
+
+def build_report(
+    rollouts: Iterable[Rollout],
+    scale: Scale,
+    *,
+    plugin_version: str,
+    machine: dict,
+    commit: dict | None,
+) -> dict:
+    """The whole report: per-substrate summaries, the spread, and every rollout's raw samples."""
+    recorded = sorted(rollouts, key=lambda r: (r.substrate, r.test, r.round))
+    scale = resolve_steps(scale, recorded)
+    by_substrate: dict[str, list[Rollout]] = {}
+    for rollout in recorded:
+        by_substrate.setdefault(rollout.substrate, []).append(rollout)
+    substrates = {
+        name: summarize_substrate(group, scale) for name, group in sorted(by_substrate.items())
+    }
+    return {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "plugin_version": plugin_version,
+        "machine": machine,
+        "commit": commit,
+        "projection": {
+            "rollouts": scale.rollouts,
+            "steps": scale.steps,
+            "think_time_s": scale.think_time_s,
+        },
+        "substrates": substrates,
+        "spread": spread_of(substrates),
+        "rollouts": [r.to_dict() for r in recorded],
+    }
+
+
+def resolve_steps(scale: Scale, rollouts: list[Rollout]) -> Scale:
+    """``scale`` with its steps fixed: when unset, the mean declared (or observed) length."""
+    if scale.steps is not None:
+        return scale
+    lengths = [r.planned_steps or len(r.steps) for r in rollouts]
+    steps = max(1, round(sum(lengths) / len(lengths))) if lengths else Scale.steps
+    return dataclasses.replace(scale, steps=steps)
+
+
+def spread_of(substrates: dict[str, dict]) -> dict | None:
+    """The report's ``spread`` entry from its ``substrates`` entries."""
+    result = spread(
+        {n: s["cold_start"]["p50"] for n, s in substrates.items() if s["cold_start"]},
+        {n: s["worker_hours"] for n, s in substrates.items() if s["worker_hours"] is not None},
+    )
+    return result.to_dict() if result else None
+
+
+def _dict(stats: Stats | None) -> dict | None:
+    return stats.to_dict() if stats else None

@@ -1,0 +1,1 @@
+"""Shared test infrastructure: the docker engine and the local stand-ins for remote services."""

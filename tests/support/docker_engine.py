@@ -1,0 +1,34 @@
+"""The real Docker engine the tests use; scripts/ensure-docker starts it and builds the image."""
+
+from __future__ import annotations
+
+import pytest
+
+SANDBOX_IMAGE = "rollout-tax/sandbox:bookworm"
+FIX = "run scripts/ensure-docker (the README's test command does)"
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A docker SDK client for the engine under test; fails (never skips) when unreachable."""
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        pytest.fail(f"docker engine unreachable ({exc}); {FIX}", pytrace=False)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client) -> str:
+    """The standard sandbox image, which must have been built locally."""
+    import docker
+
+    try:
+        docker_client.images.get(SANDBOX_IMAGE)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"image {SANDBOX_IMAGE} is missing; {FIX}", pytrace=False)
+    return SANDBOX_IMAGE

@@ -1,0 +1,306 @@
+"""The pytest surface, end to end through pytester: options, marker, fixtures, summary, JSON."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+VARIANTS = """
+[tool.rollout-tax.substrates.local-b]
+kind = "local"
+
+[tool.rollout-tax.substrates.local-broken]
+kind = "local"
+root = "/nonexistent/rollout-tax"
+"""
+
+WORKLOAD = """
+import pytest
+
+@pytest.mark.trajectory(steps=150, rounds=2)
+def test_loop(sandbox):
+    for i in range(3):
+        assert sandbox.exec(f"echo {i}").stdout == f"{i}\\n"
+"""
+
+
+@pytest.fixture
+def suite(pytester):
+    pytester.makepyprojecttoml(VARIANTS)
+    pytester.makepyfile(test_workload=WORKLOAD)
+    return pytester
+
+
+def report_of(pytester, name="report.json"):
+    return json.loads((pytester.path / name).read_text())
+
+
+def test_options_live_in_one_group_with_ini_twins(pytester):
+    result = pytester.runpytest("--help")
+    result.stdout.fnmatch_lines(["rollout tax (latency of execution substrates):"])
+    text = result.stdout.str()
+    for flag in (
+        "--substrate=NAME[,NAME...]", "--substrate-opt=NAME.KEY=VALUE", "--rollout-rounds=N",
+        "--rollout-probes=N", "--rollout-project=NxS", "--rollout-think-time=SECONDS",
+        "--rollout-json=PATH", "--rollout-save=NAME", "--rollout-autosave",
+        "--rollout-storage=DIR", "--rollout-compare=[NAME|PATH]",
+        "--rollout-compare-fail=METRIC.STAT:THRESHOLD", "--rollout-reap",
+    ):  # fmt: skip
+        assert flag in text
+    for ini in ("rollout_substrates", "rollout_substrate_opts", "rollout_project", "rollout_json"):
+        result.stdout.fnmatch_lines([f"  {ini} (*"])
+
+
+def test_marker_is_registered_for_strict_markers(suite):
+    suite.runpytest("--strict-markers", "--markers").stdout.fnmatch_lines(
+        ["@pytest.mark.trajectory(steps=None, rounds=1, timeout=None, substrates=None)*"]
+    )
+
+
+def test_rollouts_are_parametrized_over_substrates_and_rounds(suite):
+    result = suite.runpytest("--collect-only", "-q", "--substrate=local,local-b")
+    result.stdout.fnmatch_lines(
+        [
+            "test_workload.py::test_loop[[]local-1[]]",
+            "test_workload.py::test_loop[[]local-2[]]",
+            "test_workload.py::test_loop[[]local-b-1[]]",
+            "test_workload.py::test_loop[[]local-b-2[]]",
+        ]
+    )
+
+
+def test_marker_substrates_limit_where_a_workload_runs(pytester):
+    pytester.makepyprojecttoml(VARIANTS)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.trajectory(substrates=["local-b"])
+        def test_only_b(sandbox, substrate):
+            assert substrate.name == "local-b"
+        """
+    )
+    result = pytester.runpytest("--substrate", "local", "--substrate", "local-b", "-v")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_only_b[[]local-b-1[]] PASSED*"])
+
+
+def test_command_line_rounds_override_markers_and_ini_rounds_are_a_default(pytester):
+    pytester.makeini("[pytest]\nrollout_rounds = 3\n")
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.trajectory(rounds=2)
+        def test_marked(sandbox):
+            pass
+
+        def test_unmarked(sandbox):
+            pass
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=5)
+    pytester.runpytest("--rollout-rounds=4").assert_outcomes(passed=8)
+
+
+def test_summary_and_json_report(suite):
+    result = suite.runpytest(
+        "--substrate=local,local-b", "--rollout-json=report.json", "--rollout-probes=3"
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*= rollout tax =*",
+            "hours projected for 1,000,000 rollouts x 150 steps*",
+            "substrate*rollouts*failed*cold start*action*step*teardown*worker*tax",
+            "local *2*0*",
+            "local-b *2*0*",
+            "spread: cold start p50 *x (*), worker-hours *x",
+            "report written to *report.json",
+        ]
+    )
+    report = report_of(suite)
+    assert report["schema"] == "rollout-tax/1"
+    assert set(report["substrates"]) == {"local", "local-b"}
+    local = report["substrates"]["local"]
+    assert (local["rollouts"], local["failures"], local["action"]["n"]) == (2, 0, 6)
+    assert len(report["rollouts"]) == 4
+    one = report["rollouts"][0]
+    assert one["outcome"] == "passed" and one["round"] in (1, 2)
+    assert [s["exit_code"] for s in one["steps"]] == [0, 0, 0]
+    assert set(one["phases"]) == {"create", "first_exec"}
+
+
+def test_projection_options_and_their_ini_twins(suite):
+    suite.makeini("[pytest]\nrollout_project = 1000x10\nrollout_think_time = 2\n")
+    suite.runpytest("--rollout-json=report.json").assert_outcomes(passed=2)
+    assert report_of(suite)["projection"] == {"rollouts": 1000, "steps": 10, "think_time_s": 2.0}
+    suite.runpytest("--rollout-json=report.json", "--rollout-project=5000")
+    assert report_of(suite)["projection"]["steps"] == 150  # from the marker
+
+
+def test_a_sandbox_that_fails_to_start_is_recorded_and_the_summary_still_prints(suite):
+    result = suite.runpytest("--substrate=local,local-broken", "--rollout-json=report.json")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "local-broken: cannot make a workdir in /nonexistent/rollout-tax: No such file*",
+            "*= rollout tax =*",
+            "local-broken: 0% of rollouts succeeded; failures: 2x SandboxStartError: *",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    broken = report_of(suite)["substrates"]["local-broken"]
+    assert (broken["rollouts"], broken["failures"]) == (2, 2)
+    assert list(broken["failure_reasons"].values()) == [2]
+    assert report_of(suite)["spread"] is None
+
+
+def test_failing_workloads_and_step_timeouts_are_counted_with_reasons(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        def test_wrong(sandbox):
+            assert sandbox.exec("echo 1").stdout == "2"
+
+        @pytest.mark.trajectory(timeout=0.2)
+        def test_slow(sandbox):
+            sandbox.exec("sleep 10")
+
+        def test_fine(sandbox, rollout):
+            sandbox.exec("true")
+            assert len(rollout.steps) == 1 and rollout.cold_start_s > 0
+        """
+    )
+    result = pytester.runpytest("--rollout-json=report.json")
+    result.assert_outcomes(passed=1, failed=2)
+    local = report_of(pytester)["substrates"]["local"]
+    assert local["failures"] == 2
+    assert local["failure_reasons"]["test failed: AssertionError"] == 1
+    assert any(reason.startswith("StepTimeout: ") for reason in local["failure_reasons"])
+    outcomes = {r["test"].split("::")[1]: r["outcome"] for r in report_of(pytester)["rollouts"]}
+    assert outcomes == {
+        "test_wrong[local-1]": "failed",
+        "test_slow[local-1]": "failed",
+        "test_fine[local-1]": "passed",
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--substrate=nope"], "ERROR: unknown substrate 'nope'; available substrates: *local*"),
+        (["--rollout-project=lots"], "ERROR: --rollout-project='lots': expected ROLLOUTSxSTEPS*"),
+        (["--substrate-opt=local"], "ERROR: --substrate-opt='local': expected NAME.KEY=VALUE*"),
+        (["--substrate-opt=local.nope=1"], "ERROR: local.nope: unknown option*"),
+        (["--rollout-rounds=0"], "ERROR: --rollout-rounds='0': must be at least 1"),
+        (["--rollout-think-time=soon"], "ERROR: --rollout-think-time='soon': expected a number"),
+    ],
+)
+def test_bad_options_are_usage_errors_that_name_the_value(suite, args, message):
+    result = suite.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("rounds=0", "@pytest.mark.trajectory(rounds=0): expected a positive integer"),
+        ("steps='many'", "@pytest.mark.trajectory(steps='many'): expected a positive integer"),
+        ("timeout=-1", "@pytest.mark.trajectory(timeout=-1): expected seconds > 0"),
+        ("wait=1", "@pytest.mark.trajectory: unknown argument(s) wait"),
+        ("substrates=3", "@pytest.mark.trajectory(substrates=3): expected a list of names"),
+    ],
+)
+def test_malformed_marker_arguments_name_the_value(pytester, marker, message):
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.trajectory({marker})
+        def test_x(sandbox):
+            pass
+        """
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*{message}*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_secrets_passed_to_steps_stay_out_of_output_and_report(pytester):
+    pytester.makepyfile(
+        """
+        def test_uses_a_key(sandbox):
+            result = sandbox.exec("test -n \\"$API_KEY\\"", env={"API_KEY": "s3cr3t-value"})
+            assert result.ok
+        """
+    )
+    result = pytester.runpytest("--rollout-json=report.json")
+    result.assert_outcomes(passed=1)
+    assert "s3cr3t-value" not in result.stdout.str()
+    assert "s3cr3t-value" not in (pytester.path / "report.json").read_text()
+
+
+def test_the_plugin_can_be_disabled(suite):
+    result = suite.runpytest("-p", "no:rollout_tax")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'sandbox' not found*"])
+
+
+def test_reap_reports_per_substrate_and_exits(suite):
+    result = suite.runpytest("--rollout-reap", "--substrate=local")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["rollout-tax: local: removed 0 leftover sandbox(es)"])
+    assert "passed" not in result.stdout.str()
+
+
+def test_sessions_without_workloads_print_no_summary(pytester):
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "rollout tax" not in result.stdout.str()
+
+
+def rollout_keys(report):
+    return sorted(
+        (r["test"], r["substrate"], r["round"], r["outcome"], len(r["steps"]))
+        for r in report["rollouts"]
+    )
+
+
+def test_xdist_workers_hand_their_rollouts_to_the_controller(suite):
+    serial = suite.runpytest("--substrate=local,local-b", "--rollout-json=serial.json")
+    serial.assert_outcomes(passed=4)
+    parallel = suite.runpytest(
+        "-p", "xdist", "-n", "2", "--substrate=local,local-b", "--rollout-json=parallel.json"
+    )
+    parallel.assert_outcomes(passed=4)
+    assert parallel.stdout.str().count("= rollout tax =") == 1
+    serial_report, parallel_report = (
+        report_of(suite, "serial.json"),
+        report_of(suite, "parallel.json"),
+    )
+    assert rollout_keys(parallel_report) == rollout_keys(serial_report)
+    for name in ("local", "local-b"):
+        assert parallel_report["substrates"][name]["rollouts"] == 2
+
+
+def readme_workload() -> str:
+    """The workload the README documents, exactly as a user would copy it."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    block = readme.split("<!-- user-workload -->", 1)[1]
+    return block.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
+def test_the_readme_workload_passes(pytester, workers):
+    pytester.makepyfile(test_readme=readme_workload())
+    result = pytester.runpytest(*workers, "--rollout-json=report.json")
+    result.assert_outcomes(passed=3)
+    rollouts = report_of(pytester)["rollouts"]
+    assert len(rollouts) == 3
+    assert sorted(len(r["steps"]) for r in rollouts) == [1, 150, 150]

@@ -1,0 +1,63 @@
+import pytest
+
+from pytest_rollout_tax.projection import (
+    Scale,
+    added_hours,
+    spread,
+    tax_hours,
+    worker_hours,
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"per_rollout_s": 1.0}, 277.8),
+        ({"per_action_s": 0.010}, 416.7),
+        ({"per_action_s": 0.100}, 4166.7),
+    ],
+)
+def test_added_hours_reproduces_table_1_of_the_paper(kwargs, expected):
+    assert round(added_hours(**kwargs, rollouts=1_000_000, steps=150), 1) == expected
+
+
+def test_worker_and_tax_hours_follow_the_design_formulas():
+    scale = Scale(rollouts=3600, steps=10, think_time_s=0.5)
+    assert worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0) == pytest.approx(
+        2.0 + 10 * (0.1 + 0.5) + 1.0
+    )
+    assert tax_hours(scale, cold_start_s=2.0, action_s=0.05, teardown_s=1.0) == pytest.approx(
+        2.0 + 10 * 0.05 + 1.0
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "rollouts", "steps"),
+    [("1000000x150", 1_000_000, 150), ("1e6x150", 1_000_000, 150), ("1_000 X 20", 1000, 20),
+     ("5000", 5000, None)],
+)  # fmt: skip
+def test_scale_parses(text, rollouts, steps):
+    scale = Scale.parse(text, think_time_s=2)
+    assert (scale.rollouts, scale.steps, scale.think_time_s) == (rollouts, steps, 2)
+
+
+@pytest.mark.parametrize("text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5"])
+def test_malformed_scale_names_the_value(text):
+    with pytest.raises(ValueError, match="--rollout-project"):
+        Scale.parse(text)
+
+
+def test_negative_think_time_is_rejected():
+    with pytest.raises(ValueError, match="think-time"):
+        Scale.parse("10x10", think_time_s=-1)
+
+
+def test_spread_is_slowest_over_fastest():
+    result = spread({"local": 0.002, "docker": 0.22, "vm": 0.11}, {"local": 100, "docker": 180})
+    assert (result.fastest, result.slowest) == ("local", "docker")
+    assert result.cold_start_p50 == pytest.approx(110)
+    assert result.worker_hours == pytest.approx(1.8)
+
+
+def test_no_spread_for_a_single_substrate():
+    assert spread({"local": 0.002}, {"local": 100}) is None

@@ -1,0 +1,40 @@
+import pytest
+
+from pytest_rollout_tax.record import PhaseClock, Rollout, Step
+
+
+def test_rollout_round_trips_through_its_dict():
+    rollout = Rollout(
+        test="t.py::test_x[local-1]",
+        substrate="local",
+        round=1,
+        outcome="passed",
+        cold_start_s=0.1,
+        phases={"create": 0.05, "first_exec": 0.05},
+        steps=[Step("exec", 0.01, 0), Step("read_file", 0.002)],
+        action_probes_s=[0.001],
+    )
+    assert Rollout.from_dict(rollout.to_dict()) == rollout
+
+
+def test_failed_outcomes():
+    assert Rollout(outcome="failed").failed and Rollout(outcome="error").failed
+    assert not Rollout(outcome="passed").failed and not Rollout(outcome="skipped").failed
+
+
+def test_first_failure_reason_wins():
+    rollout = Rollout()
+    rollout.fail("SandboxStartError: boom")
+    rollout.fail("a consequence")
+    assert rollout.error == "SandboxStartError: boom"
+
+
+def test_cold_start_excludes_phases_marked_out_of_it():
+    phases: dict[str, float] = {}
+    clock = PhaseClock(phases)
+    clock.mark("pull", cold_start=False)
+    clock.mark("create")
+    clock.mark("first_exec")
+    assert list(phases) == ["pull", "create", "first_exec"]
+    assert clock.cold_start() == phases["create"] + phases["first_exec"]
+    assert clock.cold_start() + phases["pull"] == pytest.approx(sum(phases.values()))

@@ -1,0 +1,101 @@
+import json
+
+import pytest
+
+from pytest_rollout_tax.projection import Scale
+from pytest_rollout_tax.record import Rollout, Step
+from pytest_rollout_tax.summary import SCHEMA, build_report
+
+STATS_KEYS = {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}
+
+
+def rollout(substrate, cold, step=0.01, outcome="passed", error=None, steps=2, planned=None):
+    return Rollout(
+        test=f"t.py::test[{substrate}-1]",
+        substrate=substrate,
+        outcome=outcome,
+        cold_start_s=cold,
+        phases={"create": cold / 2, "first_exec": cold / 2} if cold else {},
+        teardown_s=0.5 if cold else None,
+        trajectory_s=cold + 1 if cold else None,
+        steps=[Step("exec", step, 0)] * steps,
+        action_probes_s=[step / 2] * 3 if cold else [],
+        error=error,
+        planned_steps=planned,
+    )
+
+
+HOURLY = Scale(rollouts=3600, steps=10)  # 3600 rollouts: hours equal seconds per rollout
+
+
+def report(rollouts, scale=HOURLY):
+    return build_report(rollouts, scale, plugin_version="1", machine={"cpu_count": 2}, commit=None)
+
+
+def test_report_has_the_schema_of_the_design():
+    data = report([rollout("local", 0.002), rollout("docker", 0.22)])
+    assert data["schema"] == SCHEMA == "rollout-tax/1"
+    assert set(data) == {
+        "schema", "created", "plugin_version", "machine", "commit", "projection",
+        "substrates", "spread", "rollouts",
+    }  # fmt: skip
+    local = data["substrates"]["local"]
+    assert set(local) == {
+        "rollouts", "failures", "failure_reasons", "cold_start", "action", "step", "teardown",
+        "trajectory", "phases", "worker_hours", "tax_hours",
+    }  # fmt: skip
+    for metric in ("cold_start", "action", "step", "teardown", "trajectory"):
+        assert set(local[metric]) == STATS_KEYS
+    assert set(local["phases"]) == {"create", "first_exec"}
+    assert set(data["rollouts"][0]) >= {
+        "test", "substrate", "round", "outcome", "cold_start_s", "phases", "teardown_s",
+        "steps", "action_probes_s", "error",
+    }  # fmt: skip
+    json.dumps(data, allow_nan=False)
+
+
+def test_projection_uses_the_means():
+    data = report([rollout("local", 1.0, step=0.1), rollout("local", 3.0, step=0.3)])
+    local = data["substrates"]["local"]
+    # N=3600 so hours = seconds per rollout: cold 2.0 + 10 steps * 0.2 + teardown 0.5
+    assert local["worker_hours"] == pytest.approx(2.0 + 10 * 0.2 + 0.5)
+    assert local["tax_hours"] == pytest.approx(2.0 + 10 * 0.1 + 0.5)
+
+
+def test_spread_compares_substrates():
+    data = report([rollout("local", 0.002), rollout("docker", 0.22)])
+    assert data["spread"]["fastest"] == "local" and data["spread"]["slowest"] == "docker"
+    assert data["spread"]["cold_start_p50"] == pytest.approx(110)
+    assert report([rollout("local", 0.002)])["spread"] is None
+
+
+def test_failures_are_counted_with_their_reasons():
+    data = report(
+        [
+            rollout("docker", 0.2),
+            rollout("docker", None, outcome="error", error="SandboxStartError: no image"),
+            rollout("docker", None, outcome="error", error="SandboxStartError: no image"),
+            rollout("docker", 0.2, outcome="failed", error="test failed: AssertionError"),
+        ]
+    )
+    docker = data["substrates"]["docker"]
+    assert (docker["rollouts"], docker["failures"]) == (4, 3)
+    assert docker["failure_reasons"] == {
+        "SandboxStartError: no image": 2,
+        "test failed: AssertionError": 1,
+    }
+    assert docker["cold_start"]["n"] == 2
+
+
+def test_a_substrate_that_never_started_has_no_projection():
+    data = report([rollout("docker", None, outcome="error", error="x")])
+    assert data["substrates"]["docker"]["worker_hours"] is None
+    assert data["substrates"]["docker"]["cold_start"] is None
+
+
+def test_steps_come_from_the_markers_when_the_scale_leaves_them_open():
+    data = report(
+        [rollout("local", 0.1, planned=150), rollout("local", 0.1, steps=50)],
+        Scale(rollouts=10, steps=None),
+    )
+    assert data["projection"]["steps"] == 100
