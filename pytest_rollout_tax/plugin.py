@@ -315,6 +315,7 @@ class RolloutTaxPlugin:
             planned_steps=target.trajectory.steps,
         )
         request.node.stash[rollout_key] = rollout
+        self.rollouts.append(rollout)
         try:
             sandbox = self.pool.get(target.substrate).start(
                 rollout, timeout=target.trajectory.timeout
@@ -326,6 +327,7 @@ class RolloutTaxPlugin:
         if error is not None:  # outside the except block: no chained traceback in the report
             if isinstance(error, CredentialsMissing):
                 del request.node.stash[rollout_key]
+                self.rollouts.remove(rollout)
             else:
                 rollout.fail(failure_reason(error))
             _skip_or_fail(error)
@@ -354,21 +356,21 @@ class RolloutTaxPlugin:
             rollout.outcome = (
                 "error" if report.when == "setup" and report.failed else report.outcome
             )
-        elif report.when == "teardown":
-            if report.failed and rollout.outcome == "passed":
-                rollout.outcome = "error"
-            self.rollouts.append(rollout)
-            del item.stash[rollout_key]
+        elif report.when == "teardown" and report.failed and rollout.outcome == "passed":
+            rollout.outcome = "error"
 
     # -- the end of the session ------------------------------------------------------------
 
     def pytest_sessionstart(self) -> None:
         self._previous_sigterm = _install_sigterm_handler()
 
-    @pytest.hookimpl(tryfirst=True)
+    @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.pool.reap_session()
         self.pool.close()
+        for rollout in self.rollouts:
+            if rollout.outcome == "pending":
+                rollout.outcome = "interrupted"
         if self.is_worker:
             self.config.workeroutput[WORKEROUTPUT_KEY] = [r.to_dict() for r in self.rollouts]
             return

@@ -8,8 +8,9 @@ from typing import Literal
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
-#: Outcomes of a rollout: its test passed, failed, errored in setup (sandbox never ready), skipped.
-OUTCOMES = ("passed", "failed", "error", "skipped")
+#: Outcomes of a rollout: its test passed, failed, errored (in setup: the sandbox never became
+#: ready), was skipped, or the session was interrupted (Ctrl-C) while it ran.
+OUTCOMES = ("passed", "failed", "error", "skipped", "interrupted")
 FAILED_OUTCOMES = ("failed", "error")
 
 

@@ -304,3 +304,27 @@ def test_the_readme_workload_passes(pytester, workers):
     rollouts = report_of(pytester)["rollouts"]
     assert len(rollouts) == 3
     assert sorted(len(r["steps"]) for r in rollouts) == [1, 150, 150]
+
+
+def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester):
+    pytester.makepyfile(
+        """
+        import pathlib
+
+        def test_first(sandbox):
+            pathlib.Path("workdir.txt").write_text(sandbox.workdir)
+
+        def test_second(sandbox):
+            raise KeyboardInterrupt
+
+        def test_never_runs(sandbox):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("--rollout-json=report.json")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*= rollout tax =*", "local *2*0*", "*KeyboardInterrupt*"])
+    outcomes = [(r["test"].split("::")[1], r["outcome"]) for r in report_of(pytester)["rollouts"]]
+    assert outcomes == [("test_first[local-1]", "passed"), ("test_second[local-1]", "interrupted")]
+    assert all(r["teardown_s"] is not None for r in report_of(pytester)["rollouts"])
+    assert not Path((pytester.path / "workdir.txt").read_text()).exists()
