@@ -134,6 +134,7 @@ class Settings:
                 autosave=bool(_option(config, "--rollout-autosave")),
                 compare=_option(config, "--rollout-compare"),
                 fail=_option(config, "--rollout-compare-fail"),
+                load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
             )
         except (RolloutTaxError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -267,6 +268,7 @@ class RolloutTaxPlugin:
         self.rollouts: list[Rollout] = []
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
+        self.regression_lines: list[str] = []
         self._previous_sigterm: Any = None
 
     # -- parametrization and fixtures ------------------------------------------------------
@@ -387,9 +389,11 @@ class RolloutTaxPlugin:
         if self.settings.json_path:
             path = write_json(self.settings.json_path, report)
             self.summary_lines.append(f"report written to {path}")
-        verdict = self.settings.gate.finish(report)
-        self.summary_lines += verdict.lines
-        if verdict.failed:
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        verdict = self.settings.gate.finish(report, save=not interrupted)
+        self.summary_lines += verdict.summary
+        self.regression_lines = verdict.regression
+        if verdict.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -398,6 +402,10 @@ class RolloutTaxPlugin:
         terminalreporter.write_sep("=", "rollout tax")
         for line in self.summary_lines:
             terminalreporter.write_line(line)
+        if self.regression_lines:
+            terminalreporter.write_sep("=", compare.REGRESSION_HEADING, red=True)
+            for line in self.regression_lines:
+                terminalreporter.write_line(line)
 
     def pytest_unconfigure(self) -> None:
         if self._previous_sigterm is not None:

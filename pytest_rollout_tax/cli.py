@@ -1,0 +1,276 @@
+"""``python -m pytest_rollout_tax``: compare, list and re-project saved runs outside pytest.
+
+Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
+(usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import sys
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
+
+from tabulate import tabulate
+
+from . import compare
+from .errors import RolloutTaxError
+from .projection import Scale
+from .report import render_summary, write_json
+from .stats import Stats
+from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
+from .summary import project_tax_hours, project_worker_hours, spread_of
+
+PROG = "python -m pytest_rollout_tax"
+EPILOG = f"""\
+exit status: {compare.EXIT_OK} ok; {compare.EXIT_REGRESSION} a --fail check found a credible \
+regression; {compare.EXIT_USAGE} bad input (usage, unreadable or invalid file, unknown metric \
+or stat, malformed threshold). A missing baseline is only a warning (status {compare.EXIT_OK}).
+"""
+
+
+class UsageError(Exception):
+    """Bad command-line input; printed as one line, exit status 4."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the plugin's exit status for usage errors (4, not argparse's 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> Parser:
+    storage = Parser(add_help=False)
+    storage.add_argument(
+        "--storage",
+        metavar="DIR",
+        default=DEFAULT_STORAGE,
+        help="where saved runs live; NAMEs are looked up here (default: %(default)s/, as "
+        "pytest's --rollout-storage)",
+    )
+    parser = Parser(
+        prog=PROG,
+        description="Compare, list and re-project runs saved by pytest --rollout-save / "
+        "--rollout-autosave (schema rollout-tax/1) without re-running them.",
+        epilog=EPILOG,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    cmp = commands.add_parser(
+        "compare",
+        parents=[storage],
+        help="compare two saved runs; gate on regressions with --fail",
+        description="Print, per substrate, BASELINE vs CURRENT for cold_start, action, step "
+        "and teardown at p50/p95 and for projected worker-hours (at CURRENT's projection). "
+        "With --fail, exit 1 when a check finds a credible regression: the threshold is "
+        f"crossed and a one-sided Mann-Whitney U test of the raw samples gives p < "
+        f"{compare.ALPHA} (threshold alone below {compare.MIN_SAMPLES} samples a side, and "
+        "for worker_hours).",
+        epilog=EPILOG,
+    )
+    cmp.add_argument("baseline", metavar="BASELINE", help="the earlier run: a NAME or a PATH")
+    cmp.add_argument("current", metavar="CURRENT", help="the run to judge: a NAME or a PATH")
+    cmp.add_argument(
+        "--fail",
+        action="append",
+        default=[],
+        metavar="METRIC.STAT:THRESHOLD",
+        help="fail (exit 1) when METRIC.STAT grew past THRESHOLD (repeatable). METRIC: "
+        f"{', '.join(compare.METRICS)}; STAT: {', '.join(compare.STATS)} (worker_hours: mean "
+        "only); THRESHOLD: a percentage of the baseline (15%%) or an absolute us, ms, s, min "
+        "or h (5ms, 0.2s). Example: --fail cold_start.p95:15%% --fail action.p50:5ms",
+    )
+
+    lst = commands.add_parser(
+        "list",
+        parents=[storage],
+        help="list saved runs, oldest first",
+        description="List the runs saved in --storage, oldest first; the last one is what "
+        "--rollout-compare without a value compares with.",
+        epilog=EPILOG,
+    )
+    lst.set_defaults(command="list")
+
+    proj = commands.add_parser(
+        "project",
+        parents=[storage],
+        help="re-project a saved run's worker-hours at another scale",
+        description="Recompute worker-hours and tax-hours of a saved run for another number "
+        "of rollouts, steps or think time, from its measured means, without re-running it. "
+        "Options left out keep the run's own projection.",
+        epilog=EPILOG,
+    )
+    proj.add_argument("run", metavar="RUN", help="the saved run: a NAME or a PATH")
+    proj.add_argument(
+        "--rollouts", type=_count, metavar="N", help="rollouts to project, e.g. 1000000 or 1e6"
+    )
+    proj.add_argument("--steps", type=_count, metavar="S", help="steps (tool calls) per rollout")
+    proj.add_argument(
+        "--think-time",
+        type=_seconds,
+        metavar="SECONDS",
+        help="agent think time per step, added to worker-hours (not to tax-hours)",
+    )
+    proj.add_argument(
+        "--json", metavar="PATH", help="also write the re-projected report (rollout-tax/1) here"
+    )
+    return parser
+
+
+def _count(text: str) -> int:
+    try:
+        number = float(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if not math.isfinite(number) or number < 1 or number != int(number):
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return int(number)
+
+
+def _seconds(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
+    return number
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    storage = Storage.at(args.storage)
+    try:
+        current = storage.load(args.current)
+    except NoSavedRun as exc:
+        raise UsageError(f"CURRENT: {exc}") from None
+    try:
+        baseline = storage.load(args.baseline)
+    except NoSavedRun as exc:
+        err.write(f"rollout-tax: {exc}: nothing to compare (not failed)\n")
+        return compare.EXIT_OK
+    verdict = compare.compare_reports(
+        baseline.report,
+        current.report,
+        checks,
+        baseline_label=baseline.label,
+        current_label=current.label,
+    )
+    for line in verdict.lines:
+        out.write(line + "\n")
+    return verdict.exit_status
+
+
+def run_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    storage = Storage.at(args.storage)
+    paths = storage.paths()
+    if not paths:
+        out.write(f"no saved runs in {storage}\n")
+        return compare.EXIT_OK
+    rows = []
+    for path in paths:
+        try:
+            run = load(path)
+        except RolloutTaxError as exc:
+            rows.append([path.name, "-", "-", f"unusable: {str(exc).removeprefix(f'{path}: ')}"])
+            continue
+        rows.append([path.name, run.report.get("created", "-"), _commit(run), _substrates(run)])
+    headers = ("name", "created", "commit", "substrates (rollouts)")
+    out.write(f"saved runs in {storage}, oldest first (the last is the default baseline):\n")
+    out.write(tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=[30, 25, 20, 40]))
+    out.write("\n")
+    return compare.EXIT_OK
+
+
+def _commit(run: SavedRun) -> str:
+    commit = run.report.get("commit")
+    if not isinstance(commit, dict) or not commit.get("sha"):
+        return "-"
+    text = str(commit["sha"])[:12] + ("-dirty" if commit.get("dirty") else "")
+    return f"{text} {commit['branch']}" if commit.get("branch") else text
+
+
+def _substrates(run: SavedRun) -> str:
+    entries = run.report["substrates"].items()
+    return ", ".join(f"{name} ({entry.get('rollouts', '?')})" for name, entry in entries) or "-"
+
+
+def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    storage = Storage.at(args.storage)
+    try:
+        run = storage.load(args.run)
+    except NoSavedRun as exc:
+        raise UsageError(f"RUN: {exc}") from None
+    report = reproject(run.report, args.rollouts, args.steps, args.think_time)
+    written = None
+    if args.json:
+        try:
+            written = write_json(args.json, report)
+        except OSError as exc:
+            raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
+    saved = run.report["projection"]
+    out.write(
+        f"{run.label}: re-projected from {saved['rollouts']:,} rollouts x {saved['steps']} steps"
+        f" (think time {saved['think_time_s']:g} s)\n"
+    )
+    for line in render_summary(report):
+        out.write(line + "\n")
+    if written:
+        out.write(f"report written to {written}\n")
+    return compare.EXIT_OK
+
+
+def reproject(
+    report: dict, rollouts: int | None, steps: int | None, think_time_s: float | None
+) -> dict:
+    """A copy of ``report`` with its projection, worker-hours, tax-hours and spread redone."""
+    old = compare.scale_of(report)
+    scale = Scale(
+        rollouts=rollouts if rollouts is not None else old.rollouts,
+        steps=steps if steps is not None else old.steps,
+        think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
+    )
+    result = copy.deepcopy(report)
+    result["projection"] = {
+        "rollouts": scale.rollouts,
+        "steps": scale.steps,
+        "think_time_s": scale.think_time_s,
+    }
+    for entry in result["substrates"].values():
+        stats = {
+            m: Stats.from_dict(entry[m]) if entry.get(m) else None
+            for m in ("cold_start", "action", "step", "teardown")
+        }
+        entry["worker_hours"] = project_worker_hours(
+            scale, stats["cold_start"], stats["step"], stats["teardown"]
+        )
+        entry["tax_hours"] = project_tax_hours(
+            scale, stats["cold_start"], stats["action"], stats["teardown"]
+        )
+    result["spread"] = spread_of(result["substrates"])
+    return result
+
+
+COMMANDS = {"compare": run_compare, "list": run_list, "project": run_project}
+
+
+def main(
+    argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the command line; returns the exit status (never raises for bad input)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args, out, err)
+    except (UsageError, RolloutTaxError, ValueError) as exc:
+        err.write(f"rollout-tax: error: {exc}\n")
+        return compare.EXIT_USAGE
+    except SystemExit as exc:  # --help
+        return exc.code if isinstance(exc.code, int) else compare.EXIT_OK

@@ -1,0 +1,546 @@
+"""Regression gates: ``--rollout-compare`` tables and ``--rollout-compare-fail`` checks.
+
+A check ``METRIC.STAT:THRESHOLD`` fails when, on a substrate both runs measured, ``STAT`` of
+``METRIC`` grew by more than ``THRESHOLD`` (``15%`` of the baseline, or an absolute ``5ms``,
+``0.2s``, ...) *and* the slowdown is statistically credible: a one-sided Mann-Whitney U test
+of the two runs' raw samples (``rollouts[]``) says the current samples are larger, at
+``p < ALPHA`` (0.05, i.e. 95 % confidence). With fewer than ``MIN_SAMPLES`` samples on either
+side, and always for ``worker_hours`` (one projected figure, no per-rollout samples), the
+threshold alone decides. A crossing that is not credible is reported but does not fail.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from tabulate import tabulate
+
+from .errors import ConfigError, RolloutTaxError
+from .projection import Scale
+from .report import hours, seconds
+from .stats import STAT_NAMES, Stats
+from .storage import NoSavedRun, SavedRun, Storage, check_name
+from .summary import project_worker_hours
+
+#: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
+ALPHA = 0.05
+#: The noise test runs only with at least this many raw samples in each run.
+MIN_SAMPLES = 5
+
+SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
+METRICS = (*SAMPLE_METRICS, "worker_hours")
+STATS = STAT_NAMES
+#: Rows of the comparison table.
+TABLE_ROWS = [(m, s) for m in ("cold_start", "action", "step", "teardown") for s in ("p50", "p95")]
+REGRESSION_HEADING = "rollout tax regression"
+
+EXIT_OK = 0
+EXIT_REGRESSION = 1
+EXIT_USAGE = 4
+
+_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+_THRESHOLD = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|us|µs|ms|s|min|h)?")
+
+
+# -- thresholds and checks --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """How much growth is allowed: a fraction of the baseline, or an absolute duration."""
+
+    value: float  #: a fraction (0.15 for ``15%``) when relative, else seconds
+    relative: bool
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Threshold:
+        """``15%``, ``0.5%``, ``5ms``, ``250us``, ``0.2s``, ``1min`` or ``2h``."""
+        match = _THRESHOLD.fullmatch(text.strip())
+        if not match:
+            raise ValueError(f"malformed threshold {text!r} (expected e.g. 15%, 5ms or 0.2s)")
+        number, unit = float(match.group(1)), match.group(2)
+        if unit is None:
+            raise ValueError(f"threshold {text!r} needs a unit: % or us, ms, s, min, h")
+        if not math.isfinite(number):
+            raise ValueError(f"malformed threshold {text!r}")
+        if unit == "%":
+            return cls(number / 100, True, text.strip())
+        return cls(number * _UNITS[unit], False, text.strip())
+
+    def allowed(self, baseline: float, metric: str) -> float:
+        """The largest growth that passes, in the metric's unit (hours for worker_hours)."""
+        if self.relative:
+            return self.value * baseline
+        return self.value / 3600 if metric == "worker_hours" else self.value
+
+    def crossed(self, baseline: float, now: float, metric: str) -> bool:
+        return now - baseline > self.allowed(baseline, metric)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One ``METRIC.STAT:THRESHOLD`` gate."""
+
+    metric: str
+    stat: str
+    threshold: Threshold
+    text: str
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--rollout-compare-fail") -> Check:
+        """Parse ``cold_start.p95:15%``; ``worker_hours:10%`` means ``worker_hours.mean:10%``."""
+        where = f"{option}={text!r}"
+        target, sep, limit = text.partition(":")
+        if not sep:
+            raise ConfigError(f"{where}: expected METRIC.STAT:THRESHOLD, e.g. cold_start.p95:15%")
+        metric, dot, stat = (part.strip() for part in target.partition("."))
+        if metric not in METRICS:
+            raise ConfigError(f"{where}: unknown metric {metric!r}; one of {', '.join(METRICS)}")
+        if metric == "worker_hours" and not dot:
+            stat = "mean"
+        elif not dot:
+            raise ConfigError(f"{where}: missing STAT after {metric!r}; e.g. {metric}.p95:{limit}")
+        if stat not in STATS:
+            raise ConfigError(f"{where}: unknown stat {stat!r}; one of {', '.join(STATS)}")
+        if metric == "worker_hours" and stat != "mean":
+            raise ConfigError(
+                f"{where}: worker_hours is projected from means; use worker_hours.mean:{limit}"
+            )
+        try:
+            threshold = Threshold.parse(limit)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        return cls(metric, stat, threshold, text.strip())
+
+    @property
+    def name(self) -> str:
+        return f"{self.metric}.{self.stat}"
+
+
+# -- the noise test ---------------------------------------------------------------------------
+
+
+def mann_whitney_greater(baseline: Sequence[float], now: Sequence[float]) -> float:
+    """One-sided p-value of a Mann-Whitney U test that ``now`` tends to be larger.
+
+    Normal approximation with tie correction and continuity correction (scipy's
+    ``mannwhitneyu(now, baseline, alternative="greater", method="asymptotic")``).
+    """
+    n_now, n_base = len(now), len(baseline)
+    if not n_now or not n_base:
+        raise ValueError("the Mann-Whitney test needs samples on both sides")
+    pooled = sorted([(v, True) for v in now] + [(v, False) for v in baseline])
+    rank_sum = 0.0
+    tie_term = 0.0
+    start = 0
+    while start < len(pooled):
+        end = start
+        while end < len(pooled) and pooled[end][0] == pooled[start][0]:
+            end += 1
+        ties = end - start
+        average_rank = (start + 1 + end) / 2
+        rank_sum += average_rank * sum(1 for _, is_now in pooled[start:end] if is_now)
+        tie_term += ties**3 - ties
+        start = end
+    total = n_now + n_base
+    u = rank_sum - n_now * (n_now + 1) / 2
+    variance = n_now * n_base / 12 * ((total + 1) - tie_term / (total * (total - 1)))
+    if variance <= 0:  # every sample equal: no evidence either way
+        return 1.0
+    z = (u - n_now * n_base / 2 - 0.5) / math.sqrt(variance)
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the noise test said about one crossing."""
+
+    p_value: float | None  #: None: the test could not run; the threshold alone decides
+    why: str
+
+    @property
+    def credible(self) -> bool:
+        return self.p_value is None or self.p_value < ALPHA
+
+
+def evidence(metric: str, baseline: Sequence[float], now: Sequence[float]) -> Evidence:
+    """Run the noise test on two runs' raw samples of ``metric``, if it can run."""
+    if metric == "worker_hours":
+        return Evidence(None, "threshold alone: worker-hours have no per-rollout samples")
+    if len(baseline) < MIN_SAMPLES or len(now) < MIN_SAMPLES:
+        return Evidence(
+            None,
+            f"threshold alone: {len(baseline)}/{len(now)} samples, the noise test needs "
+            f"{MIN_SAMPLES} a side",
+        )
+    p = mann_whitney_greater(baseline, now)
+    relation = "<" if p < ALPHA else ">="
+    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} (n={len(baseline)}/{len(now)})")
+
+
+# -- one run's figures for one substrate ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Side:
+    """A substrate's STATS, its worker-hours (at a common scale) and raw samples, in one run."""
+
+    stats: dict[str, dict | None]
+    worker_hours: float | None
+    samples: dict[str, list[float]]
+
+    def value(self, metric: str, stat: str) -> float | None:
+        if metric == "worker_hours":
+            return self.worker_hours
+        stats = self.stats.get(metric)
+        return stats[stat] if stats else None
+
+
+def sides(report: dict, scale: Scale) -> dict[str, Side]:
+    """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
+    samples: dict[str, dict[str, list[float]]] = {}
+    for rollout in report.get("rollouts", []):
+        into = samples.setdefault(rollout["substrate"], {m: [] for m in SAMPLE_METRICS})
+        for metric in ("cold_start", "teardown", "trajectory"):
+            if rollout.get(f"{metric}_s") is not None:
+                into[metric].append(rollout[f"{metric}_s"])
+        into["action"] += rollout.get("action_probes_s", [])
+        into["step"] += [step["wall_s"] for step in rollout.get("steps", [])]
+    result = {}
+    for name, entry in report["substrates"].items():
+        stats = {metric: entry.get(metric) for metric in SAMPLE_METRICS}
+        parsed = {m: Stats.from_dict(s) if s else None for m, s in stats.items()}
+        result[name] = Side(
+            stats=stats,
+            worker_hours=project_worker_hours(
+                scale, parsed["cold_start"], parsed["step"], parsed["teardown"]
+            ),
+            samples=samples.get(name, {m: [] for m in SAMPLE_METRICS}),
+        )
+    return result
+
+
+def scale_of(report: dict) -> Scale:
+    projection = report["projection"]
+    return Scale(projection["rollouts"], projection["steps"], projection["think_time_s"])
+
+
+# -- the verdict of one check on one substrate ------------------------------------------------
+
+Status = Literal["passed", "failed", "noise", "skipped"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    substrate: str
+    check: Check
+    status: Status
+    baseline: float | None = None
+    now: float | None = None
+    evidence: Evidence | None = None
+    why: str = ""
+
+    def line(self) -> str:
+        """``FAILED local cold_start.p95: baseline 1.2ms, now 12ms (...), threshold 15%; ...``"""
+        metric = self.check.metric
+        figures = (
+            f"{self.substrate} {self.check.name}: baseline {value(metric, self.baseline)}, "
+            f"now {value(metric, self.now)} ({change(metric, self.baseline, self.now)}, "
+            f"{percent(self.baseline, self.now)}), threshold {self.check.threshold.text}"
+        )
+        if self.status == "failed":
+            return f"FAILED {figures}; {self.evidence.why if self.evidence else ''}"
+        why = self.evidence.why if self.evidence else ""
+        return f"not credible: {figures} crossed, but {why}: not failed"
+
+
+def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome:
+    """Whether ``check`` passes on ``substrate``."""
+    before, after = baseline.value(check.metric, check.stat), now.value(check.metric, check.stat)
+    if before is None or after is None:
+        side = "baseline" if before is None else "current run"
+        return Outcome(substrate, check, "skipped", why=f"no {check.metric} in the {side}")
+    if not check.threshold.crossed(before, after, check.metric):
+        return Outcome(substrate, check, "passed", before, after)
+    found = evidence(
+        check.metric,
+        baseline.samples.get(check.metric, []),
+        now.samples.get(check.metric, []),
+    )
+    status: Status = "failed" if found.credible else "noise"
+    return Outcome(substrate, check, status, before, after, found)
+
+
+# -- formatting ---------------------------------------------------------------------------------
+
+
+def value(metric: str, figure: float | None) -> str:
+    if metric == "worker_hours":
+        return "-" if figure is None else f"{hours(figure)} h"
+    return seconds(figure)
+
+
+def change(metric: str, before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "-"
+    delta = after - before
+    if delta == 0:
+        return "0"
+    sign = "+" if delta > 0 else "-"
+    if metric == "worker_hours":
+        return f"{sign}{hours(abs(delta))} h"
+    return f"{sign}{seconds(abs(delta))}"
+
+
+def percent(before: float | None, after: float | None) -> str:
+    if before is None or after is None:
+        return "-"
+    if before == 0:
+        return "0.0%" if after == 0 else "n/a"
+    return f"{(after - before) / before:+.1%}"
+
+
+def heading(title: str, width: int = 80) -> str:
+    """A separator line like pytest's ``write_sep("=", title)``."""
+    fill = max(3, (width - len(title) - 2) // 2)
+    return f"{'=' * fill} {title} {'=' * fill}"
+
+
+def run_label(run: SavedRun | dict | None) -> str:
+    if isinstance(run, SavedRun):
+        return run.label
+    if isinstance(run, dict):
+        sha = (run.get("commit") or {}).get("sha")
+        return f"this run ({run.get('created', '?')}{', ' + sha[:12] if sha else ''})"
+    return "this run"
+
+
+# -- comparing two runs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a comparison found: lines for the summary, the regression section, failed or not."""
+
+    summary: list[str] = field(default_factory=list)
+    #: The body of the "rollout tax regression" section; empty unless a check failed.
+    regression: list[str] = field(default_factory=list)
+    failed: bool = False
+
+    @property
+    def lines(self) -> list[str]:
+        """Every line, the regression section under its own heading line."""
+        if not self.regression:
+            return list(self.summary)
+        return [*self.summary, heading(REGRESSION_HEADING), *self.regression]
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_REGRESSION if self.failed else EXIT_OK
+
+
+def compare_reports(
+    baseline: dict,
+    current: dict,
+    checks: Iterable[Check] = (),
+    *,
+    baseline_label: str = "?",
+    current_label: str = "this run",
+) -> Verdict:
+    """The comparison table of every common substrate, and the verdict of every check on it."""
+    scale = scale_of(current)
+    before, after = sides(baseline, scale), sides(current, scale)
+    common = [name for name in after if name in before]
+    lines = [
+        f"baseline: {baseline_label}",
+        f"now:      {current_label}",
+        f"both runs' worker-hours projected for {scale.rollouts:,} rollouts x {scale.steps} "
+        f"steps"
+        + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
+    ]
+    lines += notes(baseline, current)
+    for name in common:
+        lines += table(name, before[name], after[name])
+    only_before = [name for name in before if name not in after]
+    only_after = [name for name in after if name not in before]
+    if only_before:
+        lines.append(f"only in the baseline (not compared): {', '.join(only_before)}")
+    if only_after:
+        lines.append(f"only in this run (no baseline): {', '.join(only_after)}")
+    checks = list(checks)
+    if not checks:
+        return Verdict(lines)
+    if not common:
+        lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
+        return Verdict(lines)
+    outcomes = [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
+    gate = gate_lines(outcomes)
+    if any(o.status == "failed" for o in outcomes):
+        return Verdict(lines, gate, failed=True)
+    return Verdict(lines + gate)
+
+
+def table(name: str, before: Side, after: Side) -> list[str]:
+    """The comparison table of one substrate (p50/p95 of each phase, then worker-hours)."""
+    rows = []
+    for metric, stat in TABLE_ROWS:
+        b, a = before.value(metric, stat), after.value(metric, stat)
+        counts = f"{_n(before, metric)}/{_n(after, metric)}"
+        rows.append(
+            [f"{metric} {stat}", value(metric, b), value(metric, a), change(metric, b, a),
+             percent(b, a), counts]
+        )  # fmt: skip
+    b, a = before.worker_hours, after.worker_hours
+    rows.append(["worker-hours", value("worker_hours", b), value("worker_hours", a),
+                 change("worker_hours", b, a), percent(b, a), ""])  # fmt: skip
+    headers = (name, "baseline", "now", "change", "change %", "n base/now")
+    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=("left",) + ("right",) * 5)
+    return ["", *text.splitlines()]
+
+
+def _n(side: Side, metric: str) -> str:
+    stats = side.stats.get(metric)
+    return str(stats["n"]) if stats else "0"
+
+
+def gate_lines(outcomes: list[Outcome]) -> list[str]:
+    """One line per failed check, one per crossing that was not credible, one for the rest."""
+    failed = [o for o in outcomes if o.status == "failed"]
+    noise = [o for o in outcomes if o.status == "noise"]
+    passed = [o for o in outcomes if o.status == "passed"]
+    skipped = [o for o in outcomes if o.status == "skipped"]
+    lines = [o.line() for o in failed] + [o.line() for o in noise]
+    if skipped:
+        lines.append(
+            f"skipped {len(skipped)} check(s) without figures on both sides: "
+            + "; ".join(f"{o.substrate} {o.check.name} ({o.why})" for o in skipped)
+        )
+    by_check: dict[str, list[str]] = {}
+    for outcome in passed:
+        by_check.setdefault(outcome.check.text, []).append(outcome.substrate)
+    names = ", ".join(f"{text} ({', '.join(subs)})" for text, subs in by_check.items())
+    lines.append(
+        f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
+    )
+    return lines
+
+
+def notes(baseline: dict, current: dict) -> list[str]:
+    """Warnings that make a comparison less like-for-like: another machine, other workloads."""
+    lines = []
+    before, after = baseline.get("machine") or {}, current.get("machine") or {}
+    keys = ("cpu_count", "python", "platform", "hostname_sha256")
+    differ = [k for k in keys if k in before and k in after and before[k] != after[k]]
+    if differ:
+        shown = [
+            "hostname" if k == "hostname_sha256" else f"{k} {before[k]} -> {after[k]}"
+            for k in differ
+        ]
+        lines.append(f"note: the baseline ran on another machine ({', '.join(shown)} differ)")
+    tests_before, tests_after = _workloads(baseline), _workloads(current)
+    if tests_before and tests_after and tests_before != tests_after:
+        lines.append(
+            f"note: the runs ran different workloads ({len(tests_before - tests_after)} only in "
+            f"the baseline, {len(tests_after - tests_before)} only now): phases may differ for "
+            "reasons other than the substrate"
+        )
+    return lines
+
+
+def _workloads(report: dict) -> set[str]:
+    return {r.get("test", "").split("[", 1)[0] for r in report.get("rollouts", [])}
+
+
+# -- the gate the plugin drives -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Save, compare and gate one pytest session (options checked and baseline loaded early)."""
+
+    storage: Storage = field(default_factory=lambda: Storage.at(None))
+    save: str | None = None
+    autosave: bool = False
+    compare: str | None = None  #: None: no comparison; "": the newest saved run
+    checks: tuple[Check, ...] = ()
+    baseline: SavedRun | None = None
+    missing: str | None = None  #: the warning when the baseline does not exist (yet)
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        storage: str | None,
+        save: str | None,
+        autosave: bool,
+        compare: str | None,
+        fail: list[str] | None,
+        load_baseline: bool = True,
+    ) -> Gate:
+        """Parse and check every option and load the baseline now, before any rollout runs.
+
+        Raises ConfigError / SavedRunError (RolloutTaxError) for bad input. A missing baseline
+        is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
+        skips the file work the controller does.
+        """
+        checks = tuple(Check.parse(text) for text in fail or [])
+        store = Storage.at(storage)
+        if save is not None:
+            save = check_name(save)
+        if not load_baseline:
+            return cls(store, save, autosave, compare, checks)
+        if save is not None or autosave:
+            store.check_writable()
+        baseline, missing = None, None
+        if compare is not None:
+            try:
+                baseline = store.load(compare)
+            except NoSavedRun as exc:
+                missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
+        return cls(store, save, autosave, compare, checks, baseline, missing)
+
+    def finish(self, report: dict, *, save: bool = True) -> Verdict:
+        """Compare ``report`` with the baseline and save it; called once, on the controller.
+
+        ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
+        never becomes a baseline.
+        """
+        if self.compare is None:
+            verdict = Verdict()
+            if self.checks:
+                verdict = Verdict(
+                    ["rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"]
+                )
+        elif self.baseline is None:
+            verdict = Verdict([self.missing or "rollout-tax: no baseline: nothing to compare"])
+        else:
+            verdict = compare_reports(
+                self.baseline.report,
+                report,
+                self.checks,
+                baseline_label=self.baseline.label,
+                current_label=run_label(report),
+            )
+        if save:
+            saved = self._save(report)
+        elif self.save is not None or self.autosave:
+            saved = ["rollout-tax: the session was interrupted: this run is not saved"]
+        else:
+            saved = []
+        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed)
+
+    def _save(self, report: dict) -> list[str]:
+        lines = []
+        try:
+            if self.save is not None:
+                lines.append(f"run saved to {self.storage.save(self.save, report)}")
+            if self.autosave:
+                lines.append(f"run saved to {self.storage.autosave(report)}")
+        except (OSError, ValueError, RolloutTaxError) as exc:
+            lines.append(f"rollout-tax: error: cannot save this run in {self.storage}: {exc}")
+        return lines

@@ -1,0 +1,305 @@
+"""``python -m pytest_rollout_tax``: compare, list, project; exit statuses 0 / 1 / 4."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_rollout_tax import compare
+from pytest_rollout_tax.cli import main, reproject
+from pytest_rollout_tax.projection import Scale, worker_hours
+from pytest_rollout_tax.record import Rollout, Step
+from pytest_rollout_tax.summary import build_report
+
+COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
+
+
+def make_report(factor: float = 1.0, substrate: str = "local", scale: Scale | None = None) -> dict:
+    rollouts = [
+        Rollout(
+            test=f"t.py::test_x[{substrate}-{i}]",
+            substrate=substrate,
+            round=i,
+            outcome="passed",
+            cold_start_s=c * factor,
+            teardown_s=c * factor / 4,
+            trajectory_s=c * factor * 3,
+            steps=[Step("exec", c * factor / 10, 0), Step("write_file", c * factor / 30)],
+            action_probes_s=[c * factor / 50, c * factor / 40],
+        )
+        for i, c in enumerate(COLD, start=1)
+    ]
+    return build_report(
+        rollouts, scale or Scale(), plugin_version="t", machine={"cpu_count": 1}, commit=None
+    )
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch) -> Path:
+    """A storage with base.json, slow.json (10x), fast.json (0.1x) and same.json (= base)."""
+    monkeypatch.chdir(tmp_path)
+    storage = tmp_path / ".rollout-tax"
+    storage.mkdir()
+    base = make_report()
+    for name, data in {
+        "base": base,
+        "same": base,
+        "slow": make_report(10),
+        "fast": make_report(0.1),
+    }.items():
+        (storage / f"{name}.json").write_text(json.dumps(data))
+    return storage
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), out, err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def assert_one_line_error(status: int, out: str, err: str, *expected: str) -> None:
+    assert status == 4
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("rollout-tax: error: ")
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in err
+
+
+# -- compare ------------------------------------------------------------------------------------
+
+
+def test_compare_ten_times_slower_fails(runs: Path) -> None:
+    status, out, err = cli("compare", "base", "slow", "--fail", "cold_start.p95:15%")
+    assert status == 1, out + err
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("baseline: base.json (")
+    assert lines[1].startswith("now:      slow.json (")
+    assert compare.heading("rollout tax regression") in lines
+    failed = [x for x in lines if x.startswith("FAILED ")]
+    assert len(failed) == 1
+    assert failed[0].startswith("FAILED local cold_start.p95: baseline 1.18s, now 11.8s")
+    assert "threshold 15%" in failed[0] and "Mann-Whitney p=0.0025 < 0.05 (n=6/6)" in failed[0]
+    assert lines[-1] == "passed 0 of 1 check(s)"
+
+
+def test_compare_equal_and_faster_pass(runs: Path) -> None:
+    fails = [
+        "--fail",
+        "cold_start.p95:15%",
+        "--fail",
+        "action.p50:1ms",
+        "--fail",
+        "worker_hours:5%",
+    ]
+    status, out, _ = cli("compare", "base", "same", *fails)
+    assert status == 0
+    assert "rollout tax regression" not in out
+    assert out.splitlines()[-1].startswith("passed 3 of 3 check(s): cold_start.p95:15% (local)")
+    status, out, _ = cli("compare", "base", "fast", *fails)
+    assert status == 0 and "-90.0%" in out
+
+
+def test_compare_table_without_checks(runs: Path) -> None:
+    status, out, _ = cli("compare", "base", "slow")
+    assert status == 0
+    rows = [x.split()[0:2] for x in out.splitlines()]
+    for metric in ("cold_start", "action", "step", "teardown"):
+        assert [metric, "p50"] in rows and [metric, "p95"] in rows
+    assert any(x.startswith("worker-hours ") and "+900.0%" in x for x in out.splitlines())
+    assert all(len(x) <= 100 for x in out.splitlines())
+
+
+def test_compare_accepts_paths_and_storage(runs: Path, tmp_path: Path) -> None:
+    moved = tmp_path / "elsewhere"
+    runs.rename(moved)
+    status, out, _ = cli("compare", "--storage", str(moved), "base", str(moved / "slow.json"))
+    assert status == 0 and "+900.0%" in out
+
+
+def test_compare_substrates_on_one_side(runs: Path) -> None:
+    (runs / "docker.json").write_text(json.dumps(make_report(substrate="docker")))
+    status, out, _ = cli("compare", "base", "docker", "--fail", "step.p50:1%")
+    assert status == 0
+    assert "only in the baseline (not compared): local" in out
+    assert "only in this run (no baseline): docker" in out
+
+
+def test_compare_missing_baseline_is_a_warning(runs: Path) -> None:
+    status, out, err = cli("compare", "main", "slow", "--fail", "cold_start.p95:1%")
+    assert status == 0 and out == ""
+    store = f".rollout-tax{os.sep}"
+    assert err == f"rollout-tax: no baseline 'main' in {store}: nothing to compare (not failed)\n"
+
+
+def test_compare_missing_current_is_an_error(runs: Path) -> None:
+    assert_one_line_error(*cli("compare", "base", "nope"), "CURRENT: no baseline 'nope'")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{ nope", "corrupt.json: not valid JSON"),
+        (b"\xff\xfe\x00binary", "corrupt.json: not a JSON file"),
+        (json.dumps({**make_report(), "schema": "rollout-tax/9"}).encode(), "unsupported schema"),
+        (b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
+    ],
+)
+@pytest.mark.parametrize("side", ["baseline", "current"])
+def test_compare_bad_file(runs: Path, content: bytes, message: str, side: str) -> None:
+    (runs / "corrupt.json").write_bytes(content)
+    argv = ["corrupt", "base"] if side == "baseline" else ["base", "corrupt"]
+    assert_one_line_error(*cli("compare", *argv), message)
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        ("nope.p95:15%", "--fail='nope.p95:15%': unknown metric 'nope'"),
+        ("cold_start.p97:15%", "--fail='cold_start.p97:15%': unknown stat 'p97'"),
+        ("cold_start.p95:15", "needs a unit"),
+        ("cold_start.p95:15 pct", "malformed threshold '15 pct'"),
+        ("cold_start.p95", "expected METRIC.STAT:THRESHOLD"),
+    ],
+)
+def test_compare_bad_check(runs: Path, check: str, message: str) -> None:
+    assert_one_line_error(*cli("compare", "base", "slow", "--fail", check), message)
+    # the check is rejected even when there is no baseline to compare with
+    assert_one_line_error(*cli("compare", "missing", "slow", "--fail", check), message)
+
+
+# -- list ---------------------------------------------------------------------------------------
+
+
+def test_list(runs: Path) -> None:
+    for when, name in enumerate(["slow", "base", "fast", "same"], start=1):
+        os.utime(runs / f"{name}.json", (when * 1000, when * 1000))
+    (runs / "broken.json").write_text("[]")
+    os.utime(runs / "broken.json", (500, 500))
+    status, out, err = cli("list")
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert (
+        lines[0]
+        == f"saved runs in .rollout-tax{os.sep}, oldest first (the last is the default baseline):"
+    )
+    names = [x.split()[0] for x in lines[3:] if x.split()[0].endswith(".json")]
+    assert names == ["broken.json", "slow.json", "base.json", "fast.json", "same.json"]
+    assert "unusable: not a rollout-tax report" in lines[3]
+    assert "local (6)" in lines[-1]
+
+
+def test_list_empty(tmp_path: Path) -> None:
+    status, out, _ = cli("list", "--storage", str(tmp_path / "none"))
+    assert status == 0 and out == f"no saved runs in {tmp_path / 'none'}{os.sep}\n"
+
+
+# -- project ------------------------------------------------------------------------------------
+
+
+def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> None:
+    status, out, err = cli(
+        "project", "base", "--rollouts", "1000000", "--steps", "150", "--think-time", "2",
+        "--json", str(tmp_path / "out.json"),
+    )  # fmt: skip
+    assert status == 0, err
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["projection"] == {"rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0}
+    local = data["substrates"]["local"]
+    expected = worker_hours(
+        Scale(1_000_000, 150, 2.0),
+        cold_start_s=local["cold_start"]["mean"],
+        step_s=local["step"]["mean"],
+        teardown_s=local["teardown"]["mean"],
+    )
+    assert local["worker_hours"] == pytest.approx(expected)
+    assert expected > 150 * 2 * 1_000_000 / 3600  # think time alone is 83,333 h
+    assert out.splitlines()[0].startswith("base.json (")
+    assert "re-projected from 1,000,000 rollouts x 150 steps" in out
+    assert any(x.startswith("local ") for x in out.splitlines())
+
+
+def test_project_keeps_what_is_not_given(runs: Path) -> None:
+    data = make_report(scale=Scale(rollouts=10, steps=7, think_time_s=1.5))
+    again = reproject(data, None, None, None)
+    assert again["projection"] == data["projection"]
+    assert again["substrates"]["local"]["worker_hours"] == pytest.approx(
+        data["substrates"]["local"]["worker_hours"]
+    )
+    more = reproject(data, 20, None, None)
+    assert more["substrates"]["local"]["worker_hours"] == pytest.approx(
+        2 * data["substrates"]["local"]["worker_hours"]
+    )
+    assert data["projection"]["rollouts"] == 10  # the input is not changed
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["project", "base", "--rollouts", "0"], "--rollouts: expected a positive integer"),
+        (["project", "base", "--rollouts", "1.5"], "--rollouts: expected a positive integer"),
+        (["project", "base", "--steps", "many"], "--steps: expected a positive integer"),
+        (["project", "base", "--think-time", "-1"], "--think-time: expected seconds >= 0"),
+        (["project", "base", "--think-time", "nan"], "--think-time: expected seconds >= 0"),
+        (["project", "nope"], "RUN: no baseline 'nope'"),
+        (["project"], "the following arguments are required: RUN"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        ([], "the following arguments are required: COMMAND"),
+        (["compare", "base"], "required: CURRENT"),
+        (["list", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_usage_errors_exit_4(runs: Path, argv: list[str], message: str) -> None:
+    assert_one_line_error(*cli(*argv), message)
+
+
+def test_project_unwritable_json(runs: Path) -> None:
+    (runs / "dir").mkdir()
+    assert_one_line_error(*cli("project", "base", "--json", str(runs / "dir")), "--json=")
+
+
+def test_project_accepts_scientific_rollouts(runs: Path) -> None:
+    status, out, _ = cli("project", "base", "--rollouts", "1e6", "--steps", "1_000")
+    assert status == 0 and "1,000,000 rollouts x 1000 steps" in out
+
+
+# -- help and the module entry point ------------------------------------------------------------
+
+
+def test_help_explains_each_option(capsys) -> None:
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    for word in ("compare", "list", "project", "exit status", "4 bad input"):
+        assert word in text
+    assert main(["compare", "--help"]) == 0
+    text = capsys.readouterr().out
+    for word in ("BASELINE", "CURRENT", "--fail", "--storage", "cold_start", "p99", "15%", "Mann"):
+        assert word in text
+    assert main(["project", "--help"]) == 0
+    text = capsys.readouterr().out
+    for word in ("--rollouts", "--steps", "--think-time", "--json"):
+        assert word in text
+
+
+def test_python_dash_m(runs: Path) -> None:
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest_rollout_tax", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    slow = run("compare", "base", "slow", "--fail", "step.p50:10%")
+    assert slow.returncode == 1 and "FAILED local step.p50" in slow.stdout
+    same = run("compare", "base", "same", "--fail", "step.p50:10%")
+    assert same.returncode == 0
+    bad = run("compare", "base", "slow", "--fail", "step.p50:10")
+    assert bad.returncode == 4 and bad.stderr.count("\n") == 1 and bad.stdout == ""

@@ -1,0 +1,454 @@
+"""Unit tests of thresholds, checks, the noise test, comparisons and the Gate."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pytest_rollout_tax import compare
+from pytest_rollout_tax.compare import (
+    ALPHA,
+    MIN_SAMPLES,
+    Check,
+    Gate,
+    Threshold,
+    compare_reports,
+    evidence,
+    mann_whitney_greater,
+)
+from pytest_rollout_tax.errors import ConfigError, RolloutTaxError
+from pytest_rollout_tax.projection import Scale
+from pytest_rollout_tax.record import Rollout, Step
+from pytest_rollout_tax.storage import SavedRunError
+from pytest_rollout_tax.summary import build_report
+
+COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]
+
+
+def rollouts(substrate: str, cold: list[float], factor: float = 1.0) -> list[Rollout]:
+    """One rollout per cold start; its other phases are fixed fractions of it, times factor."""
+    made = []
+    for index, seconds in enumerate(cold, start=1):
+        c = seconds * factor
+        made.append(
+            Rollout(
+                test=f"t.py::test_x[{substrate}-{index}]",
+                substrate=substrate,
+                round=index,
+                outcome="passed",
+                cold_start_s=c,
+                teardown_s=c / 2,
+                trajectory_s=c * 2,
+                steps=[Step("exec", c / 10, 0), Step("read_file", c / 20)],
+                action_probes_s=[c / 100, c / 90],
+            )
+        )
+    return made
+
+
+def report(*groups: list[Rollout], scale: Scale | None = None) -> dict:
+    return build_report(
+        [r for group in groups for r in group],
+        scale or Scale(),
+        plugin_version="test",
+        machine={"cpu_count": 2, "python": "3.11", "platform": "x", "hostname_sha256": "ab"},
+        commit=None,
+    )
+
+
+def checks(*texts: str) -> list[Check]:
+    return [Check.parse(text) for text in texts]
+
+
+# -- thresholds ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "relative"),
+    [
+        ("15%", 0.15, True),
+        ("0.5%", 0.005, True),
+        (" 15 % ", 0.15, True),
+        ("0%", 0.0, True),
+        ("5ms", 0.005, False),
+        ("0.2s", 0.2, False),
+        ("250us", 250e-6, False),
+        ("250µs", 250e-6, False),
+        ("1min", 60.0, False),
+        ("2h", 7200.0, False),
+        ("1e-3s", 0.001, False),
+        (".5s", 0.5, False),
+    ],
+)
+def test_threshold_parse(text: str, value: float, relative: bool) -> None:
+    threshold = Threshold.parse(text)
+    assert threshold.value == pytest.approx(value)
+    assert threshold.relative is relative
+
+
+@pytest.mark.parametrize("text", ["", "15", "abc", "-5%", "5kb", "nan%", "inf s", "1e999s", "%"])
+def test_threshold_parse_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        Threshold.parse(text)
+
+
+def test_threshold_crossing() -> None:
+    relative = Threshold.parse("15%")
+    assert not relative.crossed(1.0, 1.15, "cold_start")
+    assert relative.crossed(1.0, 1.16, "cold_start")
+    assert not relative.crossed(1.0, 0.5, "cold_start")  # faster
+    assert not relative.crossed(0.0, 0.0, "cold_start")
+    assert relative.crossed(0.0, 0.1, "cold_start")  # from nothing, any growth is > 15%
+    absolute = Threshold.parse("5ms")
+    assert not absolute.crossed(0.100, 0.105, "action")
+    assert absolute.crossed(0.100, 0.1051, "action")
+    hours = Threshold.parse("2h")  # worker_hours are in hours
+    assert not hours.crossed(100.0, 102.0, "worker_hours")
+    assert hours.crossed(100.0, 102.1, "worker_hours")
+    assert Threshold.parse("3600s").allowed(0, "worker_hours") == 1.0
+
+
+# -- checks -------------------------------------------------------------------------------------
+
+
+def test_check_parse() -> None:
+    check = Check.parse("cold_start.p95:15%")
+    assert (check.metric, check.stat, check.name) == ("cold_start", "p95", "cold_start.p95")
+    assert check.threshold == Threshold(0.15, True, "15%")
+    assert Check.parse("worker_hours:10%").stat == "mean"
+    assert Check.parse("worker_hours.mean:20h").threshold.value == 72000
+    for metric in compare.METRICS[:-1]:
+        for stat in compare.STATS:
+            assert Check.parse(f"{metric}.{stat}:1ms").name == f"{metric}.{stat}"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("cold_start.p95", "expected METRIC.STAT:THRESHOLD"),
+        ("cold.p95:15%", "unknown metric 'cold'; one of cold_start, action"),
+        ("cold_start.p96:15%", "unknown stat 'p96'; one of min, mean, p50"),
+        ("cold_start:15%", "missing STAT after 'cold_start'"),
+        ("cold_start.p95:15", "needs a unit"),
+        ("cold_start.p95:fast", "malformed threshold 'fast'"),
+        ("cold_start.p95:", "malformed threshold ''"),
+        ("action.p50:-5ms", "malformed threshold '-5ms'"),
+        ("worker_hours.p95:10%", "worker_hours is projected from means"),
+    ],
+)
+def test_check_parse_rejects(text: str, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        Check.parse(text)
+    assert message in str(info.value)
+    assert f"--rollout-compare-fail={text!r}" in str(info.value)  # names the value
+    assert "\n" not in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_check_parse_names_the_cli_option() -> None:
+    with pytest.raises(ConfigError, match=r"^--fail='x\.p50:1%'"):
+        Check.parse("x.p50:1%", option="--fail")
+
+
+# -- the noise test -----------------------------------------------------------------------------
+
+# Reference values from scipy.stats.mannwhitneyu(now, baseline, alternative="greater",
+# method="asymptotic", use_continuity=True) (scipy 1.17).
+SCIPY = [
+    ([1.0, 1.2, 1.1, 0.9, 1.3], [1.25, 1.4, 1.1, 1.5, 1.35, 1.6], 0.02206278477479631),
+    ([1, 2, 2, 3, 3, 3, 4], [2, 3, 3, 4, 4, 5], 0.07889270525898251),  # ties
+    ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 0.006092890177672406),
+    ([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], 0.9966923245172357),
+]
+
+
+@pytest.mark.parametrize(("baseline", "now", "expected"), SCIPY)
+def test_mann_whitney_matches_scipy(baseline, now, expected) -> None:
+    assert mann_whitney_greater(baseline, now) == pytest.approx(expected, rel=1e-9)
+
+
+def test_mann_whitney_edge_cases() -> None:
+    assert mann_whitney_greater([1.0] * 6, [1.0] * 6) == 1.0
+    assert mann_whitney_greater(COLD, COLD) > 0.4
+    with pytest.raises(ValueError):
+        mann_whitney_greater([], [1.0])
+
+
+def test_evidence_rules() -> None:
+    slow = [c * 10 for c in COLD]
+    assert evidence("cold_start", COLD, slow).credible
+    assert evidence("cold_start", COLD, slow).p_value < ALPHA
+    found = evidence("cold_start", COLD, COLD)
+    assert not found.credible and "Mann-Whitney" in found.why
+    few = evidence("cold_start", COLD[: MIN_SAMPLES - 1], slow)
+    assert few.p_value is None and few.credible and "threshold alone" in few.why
+    hours = evidence("worker_hours", [], [])
+    assert hours.p_value is None and "no per-rollout samples" in hours.why
+
+
+# -- comparing reports --------------------------------------------------------------------------
+
+ALL_CHECKS = (
+    "cold_start.p95:15%",
+    "cold_start.mean:15%",
+    "action.p50:5%",
+    "step.p50:5%",
+    "teardown.p95:5%",
+    "trajectory.max:5%",
+    "worker_hours:5%",
+)
+
+
+def test_ten_times_slower_fails() -> None:
+    verdict = compare_reports(
+        report(rollouts("local", COLD)), report(rollouts("local", COLD, 10)), checks(*ALL_CHECKS)
+    )
+    assert verdict.failed and verdict.exit_status == 1
+    failed = [line for line in verdict.regression if line.startswith("FAILED ")]
+    assert len(failed) == len(ALL_CHECKS)
+    line = next(x for x in failed if "cold_start.p95" in x)
+    assert line.startswith("FAILED local cold_start.p95: baseline ")
+    assert "now " in line and "+900.0%" in line and "threshold 15%" in line
+    assert "Mann-Whitney p=" in line
+    assert "threshold alone: worker-hours" in next(x for x in failed if "worker_hours" in x)
+    assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression")
+    assert verdict.regression[-1] == "passed 0 of 7 check(s)"
+
+
+def test_equal_run_passes() -> None:
+    same = report(rollouts("local", COLD))
+    verdict = compare_reports(same, same, checks(*ALL_CHECKS, "cold_start.p95:0%"))
+    assert not verdict.failed and verdict.exit_status == 0
+    assert not verdict.regression
+    assert verdict.summary[-1].startswith("passed 8 of 8 check(s): cold_start.p95:15% (local)")
+
+
+def test_faster_run_passes() -> None:
+    verdict = compare_reports(
+        report(rollouts("local", COLD)), report(rollouts("local", COLD, 0.1)), checks(*ALL_CHECKS)
+    )
+    assert not verdict.failed
+    assert "-90.0%" in "\n".join(verdict.summary)
+
+
+def test_crossing_that_is_noise_does_not_fail() -> None:
+    noisy = [*COLD[:-1], 1.6]  # one slow outlier: p95 and max up, the distribution not
+    verdict = compare_reports(
+        report(rollouts("local", COLD)),
+        report(rollouts("local", noisy)),
+        checks("cold_start.p95:15%", "cold_start.p50:15%"),
+    )
+    assert not verdict.failed
+    line = next(x for x in verdict.summary if x.startswith("not credible: "))
+    assert "local cold_start.p95" in line and "crossed, but Mann-Whitney p=" in line
+    assert f">= {ALPHA}" in line
+    assert verdict.summary[-1] == "passed 1 of 2 check(s): cold_start.p50:15% (local)"
+
+
+def test_too_few_samples_fall_back_to_the_threshold() -> None:
+    few = COLD[:3]
+    verdict = compare_reports(
+        report(rollouts("local", few)),
+        report(rollouts("local", few, 1.3)),
+        checks("cold_start.p50:15%"),
+    )
+    assert verdict.failed
+    assert "threshold alone: 3/3 samples, the noise test needs 5 a side" in verdict.regression[0]
+
+
+def test_baseline_without_raw_samples_uses_the_threshold() -> None:
+    baseline = report(rollouts("local", COLD))
+    baseline["rollouts"] = []
+    verdict = compare_reports(baseline, report(rollouts("local", COLD, 2)), checks("step.p50:5%"))
+    assert verdict.failed and "threshold alone: 0/16 samples" in verdict.regression[0]
+
+
+def test_substrates_on_one_side_are_listed_not_errors() -> None:
+    verdict = compare_reports(
+        report(rollouts("local", COLD), rollouts("docker", COLD)),
+        report(rollouts("local", COLD), rollouts("k8s", COLD)),
+        checks("cold_start.p95:15%"),
+    )
+    assert not verdict.failed
+    assert "only in the baseline (not compared): docker" in verdict.summary
+    assert "only in this run (no baseline): k8s" in verdict.summary
+    assert verdict.summary[-1] == "passed 1 of 1 check(s): cold_start.p95:15% (local)"
+
+
+def test_no_common_substrate_applies_no_check() -> None:
+    verdict = compare_reports(
+        report(rollouts("docker", COLD)), report(rollouts("local", COLD, 10)), checks("step.p50:1%")
+    )
+    assert not verdict.failed
+    assert "no substrate in common" in verdict.summary[-1]
+
+
+def test_missing_metric_is_skipped() -> None:
+    baseline = report(rollouts("local", COLD))
+    current = report(
+        [Rollout(**{**r.__dict__, "action_probes_s": []}) for r in rollouts("local", COLD)]
+    )
+    verdict = compare_reports(baseline, current, checks("action.p50:5%", "cold_start.p50:5%"))
+    assert not verdict.failed
+    assert any(
+        "skipped 1 check(s)" in x and "no action in the current run" in x for x in verdict.summary
+    )
+
+
+def test_worker_hours_are_reprojected_at_the_current_scale() -> None:
+    baseline = report(rollouts("local", COLD), scale=Scale(rollouts=10, steps=3))
+    current = report(rollouts("local", COLD))
+    verdict = compare_reports(baseline, current, checks("worker_hours:0%"))
+    assert not verdict.failed
+    row = next(x for x in verdict.summary if x.startswith("worker-hours"))
+    assert row.split()[1:3] == row.split()[3:5]  # baseline == now: same latencies, same scale
+
+
+def test_table_per_substrate_fits_100_columns() -> None:
+    verdict = compare_reports(
+        report(rollouts("local", COLD), rollouts("docker-gvisor", COLD, 3)),
+        report(rollouts("local", COLD, 2), rollouts("docker-gvisor", COLD, 40)),
+    )
+    text = "\n".join(verdict.summary)
+    assert all(len(line) <= 100 for line in verdict.summary)
+    for metric in ("cold_start", "action", "step", "teardown"):
+        for stat in ("p50", "p95"):
+            assert text.count(f"{metric} {stat}") == 2  # one row per substrate table
+    assert sum(line.startswith("worker-hours ") for line in verdict.summary) == 2
+    header = next(x for x in verdict.summary if x.startswith("local "))
+    assert header.split() == ["local", "baseline", "now", "change", "change", "%", "n", "base/now"]
+    assert "+100.0%" in text and "+1233.3%" in text
+
+
+def test_notes_on_another_machine_and_other_workloads() -> None:
+    baseline = report(rollouts("local", COLD))
+    current = report(rollouts("local", COLD))
+    current["machine"] = {**current["machine"], "cpu_count": 8, "hostname_sha256": "cd"}
+    current["rollouts"][0]["test"] = "t.py::test_other[local-1]"
+    lines = compare_reports(baseline, current).summary
+    assert "note: the baseline ran on another machine (cpu_count 2 -> 8, hostname differ)" in lines
+    assert any(x.startswith("note: the runs ran different workloads (0 only") for x in lines)
+
+
+def test_change_and_percent_formatting() -> None:
+    assert compare.change("action", 0.001, 0.0015) == "+500us"
+    assert compare.change("action", 0.002, 0.001) == "-1ms"
+    assert compare.change("action", 1.0, 1.0) == "0"
+    assert compare.change("worker_hours", 100.0, 150.0) == "+50 h"
+    assert compare.percent(1.0, 1.5) == "+50.0%"
+    assert compare.percent(0.0, 1.0) == "n/a"
+    assert compare.percent(None, 1.0) == "-"
+    assert compare.value("worker_hours", 12345.0) == "12,345 h"
+
+
+# -- the Gate the plugin drives -----------------------------------------------------------------
+
+
+def gate(tmp_path, **options) -> Gate:
+    defaults = {"storage": str(tmp_path / "store"), "save": None, "autosave": False}
+    defaults |= {"compare": None, "fail": []}
+    return Gate.from_options(**(defaults | options))
+
+
+def test_gate_without_options_does_nothing(tmp_path) -> None:
+    verdict = gate(tmp_path).finish(report(rollouts("local", COLD)))
+    assert verdict == compare.Verdict()
+    assert not (tmp_path / "store").exists()
+
+
+def test_gate_missing_baseline_warns(tmp_path) -> None:
+    named = gate(tmp_path, compare="main", fail=["cold_start.p95:15%"])
+    assert named.baseline is None
+    verdict = named.finish(report(rollouts("local", COLD)))
+    store = tmp_path / "store"
+    assert verdict.lines == [
+        f"rollout-tax: no baseline 'main' in {store}/: nothing to compare (this run is not failed)"
+    ]
+    assert not verdict.failed
+    newest = gate(tmp_path, compare="").finish(report(rollouts("local", COLD)))
+    assert newest.lines == [
+        f"rollout-tax: no saved run in {store}/: nothing to compare (this run is not failed)"
+    ]
+
+
+def test_gate_saves_then_compares(tmp_path) -> None:
+    first = gate(tmp_path, save="main", compare="main", fail=["step.p50:10%"])
+    verdict = first.finish(report(rollouts("local", COLD)))
+    saved = tmp_path / "store" / "main.json"
+    assert verdict.lines[-1] == f"run saved to {saved}"
+    assert json.loads(saved.read_text())["schema"] == "rollout-tax/1"
+    second = gate(tmp_path, compare="main", fail=["step.p50:10%"], autosave=True)
+    assert second.baseline is not None and second.baseline.path == saved
+    verdict = second.finish(report(rollouts("local", COLD, 10)))
+    assert verdict.failed
+    assert verdict.summary[-1].startswith(f"run saved to {tmp_path / 'store' / '0001_'}")
+    assert verdict.regression[0].startswith("FAILED local step.p50: baseline ")
+
+
+def test_gate_does_not_save_an_interrupted_run(tmp_path) -> None:
+    verdict = gate(tmp_path, save="main", autosave=True).finish(
+        report(rollouts("local", COLD)), save=False
+    )
+    assert verdict.lines == ["rollout-tax: the session was interrupted: this run is not saved"]
+    assert list((tmp_path / "store").iterdir()) == []
+
+
+def test_gate_checks_without_compare_are_inert(tmp_path) -> None:
+    verdict = gate(tmp_path, fail=["step.p50:10%"]).finish(report(rollouts("local", COLD)))
+    assert not verdict.failed
+    assert verdict.lines == [
+        "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"fail": ["bogus.p50:1%"]}, "unknown metric 'bogus'"),
+        ({"fail": ["step.p50:1%", "step.p42:1%"]}, "unknown stat 'p42'"),
+        ({"fail": ["step.p50:1 percent"]}, "malformed threshold"),
+        ({"save": "../escape"}, "--rollout-save='../escape'"),
+        ({"save": ""}, "--rollout-save=''"),
+    ],
+)
+def test_gate_bad_options_raise(tmp_path, options, message) -> None:
+    with pytest.raises(RolloutTaxError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        gate(tmp_path, **options)
+
+
+def test_gate_bad_baseline_raises_naming_the_file(tmp_path) -> None:
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "main.json").write_text("{not json")
+    with pytest.raises(SavedRunError, match=rf"^{store / 'main.json'}: not valid JSON"):
+        gate(tmp_path, compare="main")
+
+
+def test_gate_unwritable_storage_raises_early(tmp_path) -> None:
+    (tmp_path / "store").write_text("a file, not a directory")
+    with pytest.raises(SavedRunError, match="cannot create"):
+        gate(tmp_path, save="main")
+    gate(tmp_path, save="main", load_baseline=False)  # xdist workers do no file work
+
+
+def test_gate_save_failure_is_reported_not_raised(tmp_path, monkeypatch) -> None:
+    g = gate(tmp_path, save="main")
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(compare.Storage, "save", broken)
+    verdict = g.finish(report(rollouts("local", COLD)))
+    assert verdict.lines == [
+        f"rollout-tax: error: cannot save this run in {tmp_path / 'store'}/: "
+        "[Errno 28] No space left on device"
+    ]
+
+
+def test_verdict_lines_order() -> None:
+    verdict = compare.Verdict(["a"], ["b"], failed=True)
+    assert verdict.lines == ["a", compare.heading("rollout tax regression"), "b"]
+    assert compare.heading("x", 20) == "======== x ========"
+    assert math.isclose(ALPHA, 0.05)
