@@ -92,10 +92,7 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
         raise TypeError("expected KEY=VALUE pairs")
     text = value.strip()
     if text.startswith("{"):
-        parsed = json.loads(text)
-        if not isinstance(parsed, dict):
-            raise ValueError("expected a JSON object")
-        return parsed
+        return json.loads(text)
     pairs = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, val = item.partition("=")
@@ -113,8 +110,5 @@ def _as_list(value: Any) -> list[Any]:
         raise TypeError("expected a list")
     text = value.strip()
     if text.startswith("["):
-        parsed = json.loads(text)
-        if not isinstance(parsed, list):
-            raise ValueError("expected a JSON array")
-        return parsed
+        return json.loads(text)
     return [item.strip() for item in text.split(",") if item.strip()]

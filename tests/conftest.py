@@ -3,5 +3,33 @@
 from __future__ import annotations
 
 from support.docker_engine import docker_client, sandbox_image
+from support.e2b_server import e2b_env, e2b_server
+from support.ec2_moto import (
+    ec2_aws_env,
+    ec2_faults,
+    ec2_keys,
+    ec2_opts,
+    ec2_proxy,
+    ec2_world,
+    make_ec2,
+    moto_server,
+    sshd_image,
+    sshd_target,
+)
 
-__all__ = ["docker_client", "sandbox_image"]
+__all__ = [
+    "docker_client",
+    "e2b_env",
+    "e2b_server",
+    "ec2_aws_env",
+    "ec2_faults",
+    "ec2_keys",
+    "ec2_opts",
+    "ec2_proxy",
+    "ec2_world",
+    "make_ec2",
+    "moto_server",
+    "sandbox_image",
+    "sshd_image",
+    "sshd_target",
+]
