@@ -52,6 +52,7 @@ def test_toml_values_and_json_strings_are_accepted():
         ({"privileged": "maybe"}, "expected true or false"),
         ({"pull": "always"}, "expected one of never, missing"),
         ({"env": "A"}, "expected KEY=VALUE"),
+        ({"env": '{"A": '}, r"docker\.env='\{\"A\": ': Expecting value"),
         ({"nope": "1"}, r"docker\.nope: unknown option \(options of docker: cpus, env"),
         ({"cpus": "-1"}, "docker: cpus must be > 0"),
     ],
