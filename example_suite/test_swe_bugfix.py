@@ -34,7 +34,7 @@ PATCH = """\
     return ordered[middle]
 """
 
-RUN_TESTS = ["python3", "-m", "unittest", "discover", "-s", "tests", "-t", "."]
+RUN_TESTS = ["python3", "-B", "-m", "unittest", "discover", "-s", "tests", "-t", "."]
 
 
 @pytest.mark.trajectory(steps=12, rounds=5, timeout=60)

@@ -23,5 +23,9 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class SandboxError(RolloutTaxError):
+    """A live sandbox failed: its API refused a step, or the environment was lost."""
+
+
 class StepTimeout(RolloutTaxError):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""

@@ -16,7 +16,10 @@ _FALSE = {"0", "false", "no", "off"}
 
 
 def parse_options(schema: type, raw: Mapping[str, Any], *, owner: str) -> Any:
-    """Build the ``schema`` dataclass from ``raw``, naming ``owner.key`` in every error."""
+    """Build the ``schema`` dataclass from ``raw``, naming ``owner.key`` in every error.
+
+    A schema may define ``check()``, raising ValueError with a message that starts with the key.
+    """
     fields = {f.name: f for f in dataclasses.fields(schema)}
     hints = typing.get_type_hints(schema)
     values = {}
@@ -34,7 +37,7 @@ def parse_options(schema: type, raw: Mapping[str, Any], *, owner: str) -> Any:
         try:
             check()
         except ValueError as exc:
-            raise ConfigError(f"{owner}: {exc}") from None
+            raise ConfigError(f"{owner}.{exc}") from None
     return instance
 
 

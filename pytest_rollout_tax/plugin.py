@@ -337,7 +337,10 @@ class RolloutTaxPlugin:
             sandbox.probe(self.settings.probes)
             yield sandbox
         finally:
-            sandbox.close()
+            teardown_error = _close_quietly(sandbox)
+        if teardown_error is not None:  # one line, no traceback, counted as the rollout's failure
+            rollout.fail(failure_reason(teardown_error))
+            pytest.fail(f"{target.substrate}: teardown: {teardown_error}", pytrace=False)
 
     @pytest.fixture
     def rollout(self, sandbox: Sandbox) -> Rollout:
@@ -368,7 +371,10 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        self.pool.reap_session()
+        if not self.is_worker:
+            # xdist workers share one session id: a worker that finishes first must not reap
+            # the sandboxes other workers still use (XdistController reaps after a crash).
+            self.pool.reap_session()
         self.pool.close()
         for rollout in self.rollouts:
             if rollout.outcome == "pending":
@@ -433,6 +439,15 @@ class XdistController:
     def pytest_sessionfinish(self) -> None:
         if self.crashed:  # a worker died without cleaning up: reap what it left
             self.plugin.pool.reap_session(list(self.plugin.settings.specs))
+
+
+def _close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:
+    """Close ``sandbox``; return (not raise) a RolloutTaxError, so it reports as one line."""
+    try:
+        sandbox.close()
+    except RolloutTaxError as exc:
+        return exc
+    return None
 
 
 def _skip_or_fail(error: RolloutTaxError) -> NoReturn:

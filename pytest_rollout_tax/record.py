@@ -40,6 +40,8 @@ class Rollout:
     steps: list[Step] = field(default_factory=list)
     action_probes_s: list[float] = field(default_factory=list)
     error: str | None = None
+    #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
+    price_per_hour: float | None = None
 
     @property
     def failed(self) -> bool:

@@ -48,6 +48,10 @@ def hours(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
+def dollars(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.0f}"
+
+
 def ratio(value: float) -> str:
     return f"{value:.2f}x" if value < 10 else f"{value:,.0f}x"
 
@@ -63,25 +67,29 @@ def render_summary(report: dict) -> list[str]:
     ]
     notes = []
     rows = []
+    # A cost column only when some substrate knows its price (ec2.price_per_hour).
+    priced = any(sub.get("cost_usd") is not None for sub in report["substrates"].values())
+    headers = HEADERS + (("worker\n$",) if priced else ())
     for name, sub in report["substrates"].items():
-        rows.append(
-            [
-                name,
-                sub["rollouts"],
-                sub["failures"],
-                _pair(sub["cold_start"]),
-                _pair(sub["action"]),
-                _stat(sub["step"], "p50"),
-                _stat(sub["teardown"], "p50"),
-                hours(sub["worker_hours"]),
-                hours(sub["tax_hours"]),
-            ]
-        )
+        row = [
+            name,
+            sub["rollouts"],
+            sub["failures"],
+            _pair(sub["cold_start"]),
+            _pair(sub["action"]),
+            _stat(sub["step"], "p50"),
+            _stat(sub["teardown"], "p50"),
+            hours(sub["worker_hours"]),
+            hours(sub["tax_hours"]),
+        ]
+        if priced:
+            row.append(dollars(sub.get("cost_usd")))
+        rows.append(row)
     lines += tabulate(
         rows,
-        headers=HEADERS,
+        headers=headers,
         tablefmt="simple",
-        colalign=("left",) + ("right",) * (len(HEADERS) - 1),
+        colalign=("left",) + ("right",) * (len(headers) - 1),
     ).splitlines()
     spread = report["spread"]
     if spread:

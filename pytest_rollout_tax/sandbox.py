@@ -198,6 +198,8 @@ class Substrate(ABC):
     kind: ClassVar[str]
     #: A dataclass of the options this substrate accepts (``--substrate-opt NAME.KEY=VALUE``).
     Options: ClassVar[type]
+    #: Dollars per hour one sandbox costs, if known (``ec2.price_per_hour``); shown as cost.
+    price_per_hour: float | None = None
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
@@ -211,6 +213,7 @@ class Substrate(ABC):
     def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
         """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
         rollout = rollout or Rollout(substrate=self.name)
+        rollout.price_per_hour = self.price_per_hour
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
         clock = PhaseClock(rollout.phases)
         try:

@@ -23,7 +23,10 @@ def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
     trajectory = Stats.of(r.trajectory_s for r in rollouts if r.trajectory_s is not None)
     phase_names = dict.fromkeys(name for r in rollouts for name in r.phases)
     failed = [r for r in rollouts if r.failed]
-    return {
+    hours = project_worker_hours(scale, cold, step, teardown)
+    prices = [r.price_per_hour for r in rollouts if r.price_per_hour is not None]
+    price = prices[-1] if prices else None
+    entry = {
         "rollouts": len(rollouts),
         "failures": len(failed),
         "failure_reasons": dict(Counter(r.error or r.outcome for r in failed).most_common()),
@@ -36,9 +39,13 @@ def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
             name: _dict(Stats.of(r.phases[name] for r in rollouts if name in r.phases))
             for name in phase_names
         },
-        "worker_hours": project_worker_hours(scale, cold, step, teardown),
+        "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown),
     }
+    if price is not None:  # optional keys: only substrates that know their price have them
+        entry["price_per_hour"] = price
+        entry["cost_usd"] = hours * price if hours is not None else None
+    return entry
 
 
 def project_worker_hours(

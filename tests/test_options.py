@@ -19,7 +19,7 @@ class Example:
 
     def check(self) -> None:
         if self.cpus is not None and self.cpus <= 0:
-            raise ValueError("cpus must be > 0")
+            raise ValueError(f"cpus={self.cpus}: must be > 0")
 
 
 def test_strings_from_the_command_line_are_converted():
@@ -54,7 +54,7 @@ def test_toml_values_and_json_strings_are_accepted():
         ({"env": "A"}, "expected KEY=VALUE"),
         ({"env": '{"A": '}, r"docker\.env='\{\"A\": ': Expecting value"),
         ({"nope": "1"}, r"docker\.nope: unknown option \(options of docker: cpus, env"),
-        ({"cpus": "-1"}, "docker: cpus must be > 0"),
+        ({"cpus": "-1"}, r"docker\.cpus=-1\.0: must be > 0"),
     ],
 )
 def test_bad_values_name_the_option(raw, message):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-SANDBOX_IMAGE = "rollout-tax/sandbox:bookworm"
+from pytest_rollout_tax.substrates import SANDBOX_IMAGE
+
 FIX = "run scripts/ensure-docker (the README's test command does)"
 
 
