@@ -1,0 +1,651 @@
+"""The docker substrate against the real engine: exec semantics, files, timeouts, options,
+errors, and the example suite on ``--substrate=local,docker``.
+
+Fixture names avoid ``sandbox``/``substrate``/``rollout``: those are the plugin's own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_rollout_tax import StepTimeout, get_substrate
+from pytest_rollout_tax.errors import ConfigError, RolloutTaxError, SubstrateUnavailable
+from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, new_id
+from pytest_rollout_tax.substrates import docker as docker_substrate
+from pytest_rollout_tax.substrates.docker import OWNER_LABEL, DockerSandbox, DockerSubstrate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def dsub(sandbox_image: str) -> Iterator[DockerSubstrate]:
+    """One docker substrate for the module, with its own session id."""
+    substrate = get_substrate("docker", session_id=f"test-{new_id()}", image=sandbox_image)
+    yield substrate
+    substrate.reap(substrate.session_id)
+    substrate.close()
+
+
+@pytest.fixture(scope="module")
+def box(dsub: DockerSubstrate) -> Iterator[DockerSandbox]:
+    """One sandbox shared by the semantic tests (isolation is not their point)."""
+    with dsub.start() as sandbox:
+        yield sandbox
+
+
+def started(sandbox_image: str, **options) -> DockerSandbox:
+    """A sandbox on a fresh substrate with ``options``; close both with ``finish``."""
+    options = {"image": sandbox_image} | options
+    substrate = get_substrate("docker", session_id=f"test-{new_id()}", **options)
+    try:
+        return substrate.start()
+    except BaseException:
+        substrate.close()
+        raise
+
+
+def finish(sandbox: DockerSandbox) -> None:
+    sandbox.close()
+    sandbox.substrate.close()
+
+
+def out(sandbox: DockerSandbox, cmd) -> str:
+    result = sandbox.exec(cmd)
+    assert result.exit_code == 0, result
+    return result.stdout.strip()
+
+
+# -- cold start, labels, hardening ------------------------------------------------------------
+
+
+def test_cold_start_phases_add_up_and_the_container_is_labelled_and_hardened(
+    dsub, box, docker_client
+):
+    rollout = box.rollout
+    assert list(rollout.phases) == ["create", "start", "first_exec"]
+    assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
+    labels = docker_client.containers.get(box.container_id).labels
+    assert labels[SESSION_LABEL] == dsub.session_id
+    assert len(labels[ROLLOUT_LABEL]) == 12
+    assert labels[OWNER_LABEL].endswith(f":{os.getpid()}")
+    assert out(box, ["cat", "/proc/1/comm"]) == "docker-init"
+    assert out(box, "grep NoNewPrivs /proc/self/status") == "NoNewPrivs:\t1"
+
+
+def test_teardown_is_a_timed_forced_remove(dsub, docker_client):
+    import docker
+
+    sandbox = dsub.start()
+    sandbox.exec("sleep 300 >/dev/null 2>&1 &")  # still running at teardown
+    sandbox.close()
+    assert 0 < sandbox.rollout.teardown_s < sandbox.rollout.trajectory_s
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(sandbox.container_id)
+    sandbox.close()  # a second close is a no-op
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
+def test_a_start_interrupted_after_create_removes_its_container(
+    sandbox_image, docker_client, monkeypatch, error
+):
+    substrate = get_substrate("docker", session_id=f"test-{new_id()}", image=sandbox_image)
+    created = []
+    create = substrate.api.create_container
+
+    def create_and_remember(*args, **kwargs):
+        created.append(create(*args, **kwargs)["Id"])
+        return {"Id": created[-1]}
+
+    def interrupted_start(container_id):
+        raise error("between create and start")
+
+    monkeypatch.setattr(substrate.api, "create_container", create_and_remember)
+    monkeypatch.setattr(substrate.api, "start", interrupted_start)
+    try:
+        with pytest.raises((KeyboardInterrupt, RolloutTaxError)):
+            substrate.start()
+    finally:
+        substrate.close()
+    assert len(created) == 1
+    label = f"{SESSION_LABEL}={substrate.session_id}"
+    assert docker_client.containers.list(all=True, filters={"label": label}) == []
+
+
+# -- exec semantics ------------------------------------------------------------------------------
+
+
+def test_exit_codes_are_results(box):
+    assert box.exec("exit 3").exit_code == 3
+    assert box.exec(["false"]).exit_code == 1
+    result = box.exec(["true"])
+    assert result.ok and result.duration_s > 0
+    assert box.rollout.steps[-1].kind == "exec" and box.rollout.steps[-1].exit_code == 0
+
+
+def test_stdout_and_stderr_stay_separate_and_in_order(box):
+    result = box.exec("for i in $(seq 500); do echo o$i; echo e$i >&2; done; exit 4")
+    assert result.exit_code == 4
+    assert result.stdout.split() == [f"o{i}" for i in range(1, 501)]
+    assert result.stderr.split() == [f"e{i}" for i in range(1, 501)]
+
+
+def test_env_per_call_adds_to_the_image_env(box):
+    result = box.exec('echo "$FOO|$LANG"', env={"FOO": "two words"})
+    assert result.stdout == "two words|C.UTF-8\n"
+    assert box.exec('echo "${FOO:-unset}"').stdout == "unset\n"
+
+
+def test_cwd_defaults_to_the_workdir_and_resolves_relative_paths(box):
+    assert out(box, "pwd") == "/workspace"
+    box.exec("mkdir -p cwd-test/sub")
+    assert out(box, ["pwd"]) == "/workspace"
+    assert box.exec("pwd", cwd="cwd-test/sub").stdout == "/workspace/cwd-test/sub\n"
+    assert box.exec(["pwd"], cwd="/tmp").stdout == "/tmp\n"
+
+
+def test_a_string_runs_in_a_shell_and_a_list_does_not(box):
+    assert box.exec("echo $((6 * 7)) | tr 4 X").stdout == "X2\n"
+    assert box.exec(["echo", "$HOME", "a  b"]).stdout == "$HOME a  b\n"
+    assert box.exec(["printf", "%s|", "a b", "", "c"]).stdout == "a b||c|"
+
+
+@pytest.mark.parametrize(
+    "cmd, kwargs",
+    [
+        (["no-such-program-xyz"], {}),
+        ("no-such-program-xyz", {}),
+        (["no-such-program-xyz"], {"timeout": 30}),
+        (["true"], {"cwd": "/no/such/dir"}),
+    ],
+    ids=["list", "shell", "list-with-timeout", "missing-cwd"],
+)
+def test_what_cannot_start_is_exit_127_with_the_reason_on_stderr(box, cmd, kwargs):
+    result = box.exec(cmd, **kwargs)
+    assert result.exit_code == 127
+    assert result.stdout == ""
+    assert "no-such-program-xyz" in result.stderr or "/no/such/dir" in result.stderr
+
+
+def test_a_megabyte_of_output_on_each_stream_arrives_whole(box):
+    script = (
+        "import sys; sys.stdout.write('o' * 1048576); sys.stderr.write('e' * 1048576); "
+        "sys.stdout.write('END')"
+    )
+    result = box.exec(["python3", "-c", script])
+    assert result.exit_code == 0
+    assert len(result.stdout) == 1048576 + 3 and result.stdout.endswith("oEND")
+    assert result.stderr == "e" * 1048576
+
+
+def test_invalid_utf8_output_is_replaced_not_raised(box):
+    assert box.exec(["printf", "\\377ok"]).stdout == "\ufffdok"
+
+
+def test_probes_time_noop_execs_without_recording_steps(box):
+    steps = len(box.rollout.steps)
+    samples = box.probe(3)
+    assert len(samples) == 3 and all(s > 0 for s in samples)
+    assert box.rollout.action_probes_s[-3:] == samples
+    assert len(box.rollout.steps) == steps
+
+
+# -- files ---------------------------------------------------------------------------------------
+
+
+def test_unicode_names_and_content_round_trip(box):
+    text = "héllo wörld ✓ 日本語\n"
+    box.write_file("données/ファイル.txt", text)
+    assert box.read_file("données/ファイル.txt") == text
+    assert box.exec(["cat", "données/ファイル.txt"]).stdout == text
+    assert [s.kind for s in box.rollout.steps[-3:]] == ["write_file", "read_file", "exec"]
+
+
+def test_binary_and_large_files_round_trip_exactly(box):
+    blob = bytes(range(256)) * 4096 + os.urandom(24 * 1024 * 1024 + 7)  # 25 MiB and 7 bytes
+    box.write_file("bin/blob", blob)
+    assert box.read_file("bin/blob", binary=True) == blob
+    digest = out(box, ["sha256sum", "bin/blob"]).split()[0]
+    assert digest == hashlib.sha256(blob).hexdigest()
+    box.write_file("bin/empty", b"")
+    assert box.read_file("bin/empty", binary=True) == b""
+
+
+def test_nested_directories_are_created_and_existing_ones_keep_their_mode(box):
+    before = out(box, ["stat", "-c", "%a %U", "/tmp", "/workspace"])
+    box.write_file("/tmp/x/y/z.txt", "deep\n")
+    box.write_file("a/b/c/d.txt", "deeper\n")
+    assert box.exec(["cat", "/tmp/x/y/z.txt", "a/b/c/d.txt"]).stdout == "deep\ndeeper\n"
+    assert out(box, ["stat", "-c", "%a %U", "/tmp", "/workspace"]) == before  # 1777 stays
+
+
+def test_overwriting_replaces_the_whole_file(box):
+    box.write_file("over.txt", "a long first version\n")
+    box.write_file("over.txt", "short\n")
+    assert box.read_file("over.txt") == "short\n"
+    assert out(box, ["stat", "-c", "%s", "over.txt"]) == "6"
+
+
+def test_reads_follow_symlinks_and_refuse_directories_and_missing_files(box):
+    box.write_file("target.txt", "through the link\n")
+    box.exec("ln -sf target.txt link.txt && mkdir -p linkdir && ln -sf ../target.txt linkdir/up")
+    assert box.read_file("link.txt") == "through the link\n"
+    assert box.read_file("linkdir/up") == "through the link\n"
+    with pytest.raises(FileNotFoundError):
+        box.read_file("missing.txt")
+    with pytest.raises(IsADirectoryError):
+        box.read_file("linkdir")
+    assert box.rollout.steps[-1].kind == "read_file"  # a failed read is still a step
+
+
+# -- timeouts ------------------------------------------------------------------------------------
+
+
+def test_a_step_timeout_kills_the_process_group_and_the_sandbox_stays_usable(box):
+    with pytest.raises(StepTimeout, match=r"0\.5 s timeout"):
+        box.exec("sleep 301 & sleep 302; echo never", timeout=0.5)
+    assert box.rollout.steps[-1].exit_code is None
+    processes = out(box, ["ps", "-eo", "args"])
+    assert "sleep 301" not in processes and "sleep 302" not in processes
+    assert box.exec("echo still usable").stdout == "still usable\n"
+    box.write_file("after-timeout.txt", "ok")
+    assert box.read_file("after-timeout.txt") == "ok"
+
+
+def test_within_its_timeout_a_step_returns_its_own_exit_code_even_137(box):
+    assert box.exec("exit 5", timeout=30).exit_code == 5
+    assert box.exec("kill -9 $$", timeout=30).exit_code == 137  # not mistaken for a timeout
+    assert box.exec(["echo", "hi"], timeout=30).stdout == "hi\n"
+
+
+def test_the_sandbox_timeout_is_the_default_for_every_step(dsub):
+    with dsub.start(timeout=0.5) as sandbox:
+        with pytest.raises(StepTimeout):
+            sandbox.exec("sleep 300")
+        assert sandbox.exec("echo ok", timeout=None).stdout == "ok\n"
+
+
+def test_the_client_backstop_gives_up_on_a_step_the_engine_does_not_end(box):
+    """If the in-container timeout never fires, the client stops waiting and kills the group."""
+    api = box.substrate.api
+    argv = ["timeout", "-s", "KILL", "120", "sh", "-c", "sleep 303"]
+    exec_id = api.exec_create(box.container_id, argv)["Id"]
+    with pytest.raises(TimeoutError):
+        docker_substrate._exec_output(api, exec_id, 0.3)
+    assert box.substrate._kill_exec(exec_id, "timeout", group=True) is True
+    assert docker_substrate._exit_code(api, exec_id) == 137
+    assert "sleep 303" not in out(box, ["ps", "-eo", "args"])
+
+
+def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(box, monkeypatch):
+    """The action tax is measured on a bare `true`; its deadline is the client's."""
+    commands = []
+    create = box._api.exec_create
+    monkeypatch.setattr(
+        box._api,
+        "exec_create",
+        lambda cid, cmd, **kw: commands.append(cmd) or create(cid, cmd, **kw),
+    )
+    box.timeout = 30
+    try:
+        box.probe(1)
+        box.exec(["true"])
+        box.exec(["echo"])
+    finally:
+        box.timeout = None
+    assert commands == [["true"], ["true"], ["timeout", "-s", "KILL", "30.000", "echo"]]
+    monkeypatch.setattr(docker_substrate, "_exec_output", _never_answers)
+    with pytest.raises(StepTimeout, match=r"\['true'\] ran past its 0\.2 s timeout"):
+        box.exec(["true"], timeout=0.2)
+
+
+def _never_answers(api, exec_id, timeout):
+    assert timeout == 0.2  # no grace period: nothing of ours runs in the container
+    raise TimeoutError
+
+
+def test_a_long_silent_command_outlives_the_clients_request_timeout(sandbox_image):
+    """The SDK's 60 s request timeout must not cap a step: steps without a timeout wait."""
+    sandbox = started(sandbox_image)
+    try:
+        sandbox.substrate.api.timeout = 1  # every request now times out after 1 s of silence
+        assert sandbox.exec("sleep 1.5; echo done").stdout == "done\n"
+    finally:
+        sandbox.substrate.api.timeout = 60
+        finish(sandbox)
+
+
+def test_a_container_removed_behind_its_back_is_a_clear_error_and_close_still_works(
+    dsub, docker_client
+):
+    sandbox = dsub.start()
+    docker_client.containers.get(sandbox.container_id).remove(force=True)
+    with pytest.raises(RolloutTaxError, match=r"^docker: exec in container \w{12} failed: "):
+        sandbox.exec("true")
+    with pytest.raises(RolloutTaxError, match="is gone"):
+        sandbox.read_file("x")
+    sandbox.close()
+    assert sandbox.rollout.teardown_s is not None
+
+
+# -- options, observed from inside ----------------------------------------------------------
+
+
+def cgroup_value(sandbox: DockerSandbox, v1: str, v2: str) -> str:
+    return out(sandbox, f"cat /sys/fs/cgroup/{v1} 2>/dev/null || cat /sys/fs/cgroup/{v2}")
+
+
+def test_network_none_leaves_only_loopback_and_bridge_adds_an_interface(box, sandbox_image):
+    assert out(box, ["ls", "/sys/class/net"]).split() == ["lo"]
+    bridged = started(sandbox_image, network="bridge")
+    try:
+        assert "eth0" in out(bridged, ["ls", "/sys/class/net"]).split()
+    finally:
+        finish(bridged)
+
+
+def test_resource_limits_are_visible_in_the_cgroups(sandbox_image):
+    sandbox = started(sandbox_image, memory="64m", cpus="0.5", pids_limit="50")
+    try:
+        memory = cgroup_value(sandbox, "memory/memory.limit_in_bytes", "memory.max")
+        assert memory == str(64 * 1024 * 1024)
+        quota = cgroup_value(sandbox, "cpu/cpu.cfs_quota_us", "cpu.max").split()[0]
+        period = cgroup_value(sandbox, "cpu/cpu.cfs_period_us", "cpu.max").split()[-1]
+        assert int(quota) / int(period) == 0.5
+        assert cgroup_value(sandbox, "pids/pids.max", "pids.max") == "50"
+    finally:
+        finish(sandbox)
+
+
+def test_workdir_env_and_runtime_options(sandbox_image):
+    sandbox = started(sandbox_image, workdir="/srv/work", env="A=1,B=two words", runtime="runc")
+    try:
+        assert out(sandbox, "pwd") == "/srv/work"
+        sandbox.write_file("here.txt", "x")
+        assert out(sandbox, ["cat", "/srv/work/here.txt"]) == "x"
+        assert sandbox.exec('echo "$A|$B"').stdout == "1|two words\n"
+        assert sandbox.exec('echo "$A|$B"', env={"A": "per-call"}).stdout == "per-call|two words\n"
+    finally:
+        finish(sandbox)
+
+
+@pytest.mark.parametrize("user, ids", [("nobody", "65534 65534"), ("1234:4321", "1234 4321")])
+def test_user_runs_commands_and_owns_the_files_written(sandbox_image, user, ids):
+    sandbox = started(sandbox_image, user=user, workdir="/tmp")
+    try:
+        assert out(sandbox, "id -u; id -g").split() == ids.split()
+        sandbox.write_file("notes/mine.txt", "v1\n")
+        owners = out(sandbox, ["stat", "-c", "%u %g", "notes", "notes/mine.txt"]).split()
+        assert owners == ids.split() * 2
+        assert sandbox.exec("echo v2 >> notes/mine.txt").ok  # the user can edit what it got
+        assert sandbox.read_file("notes/mine.txt") == "v1\nv2\n"
+    finally:
+        finish(sandbox)
+
+
+def test_another_image_by_name(docker_client, sandbox_image):
+    alias = f"rollout-tax/test-alias:{new_id()}"
+    docker_client.images.get(sandbox_image).tag(alias)
+    try:
+        sandbox = started(sandbox_image, image=alias)
+        try:
+            assert docker_client.containers.get(sandbox.container_id).attrs["Config"]["Image"] == (
+                alias
+            )
+        finally:
+            finish(sandbox)
+    finally:
+        docker_client.images.remove(alias)
+
+
+def test_pull_missing_is_a_phase_outside_the_cold_start(docker_client, sandbox_image, monkeypatch):
+    """No registry here: the pull is simulated by tagging, but the plugin's path is real."""
+    alias = f"rollout-tax/test-pull:{new_id()}"
+    substrate = get_substrate("docker", session_id=f"test-{new_id()}", image=alias, pull="missing")
+    pulled = []
+
+    def fake_pull(image, stream=False, decode=False, **kwargs):
+        pulled.append(image)
+        docker_client.images.get(sandbox_image).tag(alias)
+        yield {"status": f"Pulled {image}"}
+
+    monkeypatch.setattr(substrate.api, "pull", fake_pull)
+    try:
+        with substrate.start() as first, substrate.start() as second:
+            assert pulled == [alias]
+            assert list(first.rollout.phases) == ["pull", "create", "start", "first_exec"]
+            phases = first.rollout.phases
+            assert first.rollout.cold_start_s == pytest.approx(
+                phases["create"] + phases["start"] + phases["first_exec"]
+            )
+            assert "pull" not in second.rollout.phases
+    finally:
+        substrate.close()
+        docker_client.images.remove(alias)
+
+
+def test_a_failed_pull_is_a_start_error_naming_the_image(sandbox_image, monkeypatch):
+    alias = f"rollout-tax/test-nopull:{new_id()}"
+    substrate = get_substrate("docker", image=alias, pull="missing")
+
+    def failing_pull(image, **kwargs):
+        yield {"error": "registry unreachable"}
+
+    monkeypatch.setattr(substrate.api, "pull", failing_pull)
+    try:
+        with pytest.raises(Exception, match=f"pulling image {alias} failed: registry unreachable"):
+            substrate.start()
+    finally:
+        substrate.close()
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "options, named",
+    [
+        # checked from the values alone (before any engine is asked)
+        ({"memory": "lots"}, "docker.memory='lots': expected a size like 512m or 2g"),
+        ({"memory": "1m"}, "docker.memory='1m': the engine needs at least 6m"),
+        ({"cpus": "0"}, "docker.cpus=0.0: expected a number of CPUs > 0"),
+        ({"cpus": "many"}, "docker.cpus='many': "),
+        ({"pull": "sometimes"}, "docker.pull='sometimes': expected one of never, missing"),
+        ({"network": "no such net!"}, "docker.network='no such net!': expected none, bridge"),
+        ({"pids_limit": "0"}, "docker.pids_limit=0: expected a positive number"),
+        ({"workdir": "relative"}, "docker.workdir='relative': expected an absolute path"),
+        ({"user": "a b"}, "docker.user='a b': expected NAME, UID or UID:GID"),
+        ({"env": "=x"}, "docker.env='=x': expected KEY=VALUE"),
+        ({"bogus": "1"}, "docker.bogus: unknown option"),
+        # checked against the engine
+        ({"cpus": "64"}, "docker.cpus=64: the engine has only"),
+        ({"network": "nosuchnet-xyz"}, "docker.network='nosuchnet-xyz': no such network"),
+    ],
+)
+def test_invalid_option_values_name_the_option(sandbox_image, options, named):
+    with pytest.raises(ConfigError) as error:
+        get_substrate("docker", **options)
+    message = str(error.value)
+    assert message.startswith(named) and "\n" not in message
+
+
+def test_a_runtime_that_is_not_installed_names_the_option(sandbox_image):
+    with pytest.raises(SubstrateUnavailable, match=r"docker\.runtime='runsc': not installed"):
+        get_substrate("docker", runtime="runsc")
+
+
+@pytest.mark.parametrize(
+    "image, fix",
+    [
+        (docker_substrate.DEFAULT_IMAGE, "build it with scripts/ensure-docker"),
+        (
+            "rollout-tax/missing:nope",
+            "build it (docker build -t rollout-tax/missing:nope .) or load it",
+        ),
+    ],
+)
+def test_a_missing_image_with_pull_never_names_it_and_how_to_build_it(
+    sandbox_image, monkeypatch, image, fix
+):
+    if image == docker_substrate.DEFAULT_IMAGE:  # pretend the default image is missing
+        monkeypatch.setattr(
+            docker_substrate.DockerSubstrate, "_check_engine", _check_engine_without_image
+        )
+    with pytest.raises(SubstrateUnavailable) as error:
+        get_substrate("docker", image=image)
+    message = str(error.value)
+    assert message == f"docker: image {image} is missing and docker.pull=never; {fix}, or set " + (
+        "docker.pull=missing"
+    )
+
+
+def _check_engine_without_image(self: DockerSubstrate) -> None:
+    raise SubstrateUnavailable(self._image_missing())
+
+
+def test_an_unreachable_engine_names_the_socket_and_the_fix(monkeypatch, tmp_path):
+    missing = f"unix://{tmp_path}/none.sock"
+    monkeypatch.setenv("DOCKER_HOST", missing)
+    with pytest.raises(SubstrateUnavailable) as error:
+        get_substrate("docker")
+    assert str(error.value) == (
+        f"docker: Docker engine unreachable at {missing} (DOCKER_HOST): No such file or "
+        "directory; run scripts/ensure-docker or set DOCKER_HOST"
+    )
+    # Without DOCKER_HOST the message names the default socket (here: made unreachable).
+    monkeypatch.delenv("DOCKER_HOST")
+    monkeypatch.setattr(docker_substrate.docker, "from_env", _client_for(missing))
+    with pytest.raises(SubstrateUnavailable) as error:
+        get_substrate("docker")
+    assert str(error.value) == (
+        "docker: Docker engine unreachable at unix:///var/run/docker.sock "
+        "(DOCKER_HOST is not set): No such file or directory; run scripts/ensure-docker or set "
+        "DOCKER_HOST"
+    )
+
+
+def _client_for(base_url: str):
+    import docker
+
+    def from_env(**kwargs):
+        return docker.DockerClient(base_url=base_url, **kwargs)
+
+    return from_env
+
+
+# -- through pytest: failures are data, without tracebacks --------------------------------------
+
+
+WORKLOAD = """
+import pytest
+
+@pytest.mark.trajectory(rounds=2)
+def test_work(sandbox):
+    assert sandbox.exec("true").ok
+"""
+
+
+def run_pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None, timeout=300):
+    """pytest in a subprocess, rooted in ``tmp_path``; returns (exit code, output)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    environment.update(env or {})
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
+    done = subprocess.run(
+        command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=timeout
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(
+    "args, env, reason",
+    [
+        (
+            [],
+            {"DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+            "Docker engine unreachable at unix:///nonexistent/docker.sock (DOCKER_HOST): No such "
+            "file or directory; run scripts/ensure-docker",
+        ),
+        (
+            ["--substrate-opt", "docker.image=rollout-tax/missing:nope"],
+            {},
+            "image rollout-tax/missing:nope is missing and docker.pull=never; build it",
+        ),
+        (
+            ["--substrate-opt", "docker.network=nosuchnet-xyz"],
+            {},
+            "docker.network='nosuchnet-xyz': no such network on this engine",
+        ),
+    ],
+    ids=["unreachable", "image-missing", "network-missing"],
+)
+def test_errors_fail_every_rollout_with_one_line_and_no_traceback(
+    sandbox_image, tmp_path, args, env, reason
+):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_work.py").write_text(WORKLOAD)
+    code, output = run_pytest(
+        tmp_path, "--substrate=docker", "--rollout-json=r.json", *args, env=env
+    )
+    assert code == 1, output
+    assert "Traceback" not in output and "docker/errors.py" not in output
+    lines = [line for line in output.splitlines() if reason in line]
+    assert lines, output
+    report = json.loads((tmp_path / "r.json").read_text())
+    docker_row = report["substrates"]["docker"]
+    assert docker_row["rollouts"] == 2 and docker_row["failures"] == 2
+    [(failure, count)] = docker_row["failure_reasons"].items()
+    assert reason in failure and count == 2
+    assert all(r["outcome"] == "error" for r in report["rollouts"])
+
+
+def test_an_invalid_option_value_is_a_usage_error_before_any_rollout(tmp_path):
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "test_work.py").write_text(WORKLOAD)
+    code, output = run_pytest(tmp_path, "--substrate=docker", "--substrate-opt=docker.memory=lots")
+    assert code == 4, output  # pytest's usage error
+    assert "docker.memory='lots': expected a size like 512m or 2g" in output
+    assert "Traceback" not in output and "test_work" not in output
+
+
+def test_the_example_suite_on_local_and_docker_shows_the_spread(sandbox_image, tmp_path):
+    """The example suite under xdist; the 150-step loop runs one round per substrate (of 3)."""
+    shutil.copytree(ROOT / "example_suite", tmp_path / "example_suite")
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    loop = "example_suite/test_agent_loop.py::test_agent_loop"
+    skip = [f"--deselect={loop}[{name}-{r}]" for name in ("local", "docker") for r in (2, 3)]
+    code, output = run_pytest(
+        tmp_path,
+        "example_suite",
+        "--substrate=local,docker",
+        "--rollout-json=r.json",
+        *skip,
+        "-p",
+        "xdist",
+        "-n",
+        "2",
+    )
+    assert code == 0, output
+    report = json.loads((tmp_path / "r.json").read_text())
+    local, docker_row = report["substrates"]["local"], report["substrates"]["docker"]
+    assert local["rollouts"] == docker_row["rollouts"] == 6
+    assert local["failures"] == docker_row["failures"] == 0
+    assert set(docker_row["phases"]) == {"create", "start", "first_exec"}
+    spread = report["spread"]
+    assert (spread["fastest"], spread["slowest"]) == ("local", "docker")
+    p50 = docker_row["cold_start"]["p50"] / local["cold_start"]["p50"]
+    assert spread["cold_start_p50"] == pytest.approx(p50) and p50 > 1
+    hours = docker_row["worker_hours"] / local["worker_hours"]
+    assert spread["worker_hours"] == pytest.approx(hours) and hours > 1
+    for rollout in report["rollouts"]:
+        if rollout["substrate"] == "docker":
+            assert rollout["cold_start_s"] == pytest.approx(sum(rollout["phases"].values()))
+            assert rollout["teardown_s"] > 0 and rollout["action_probes_s"]
+    assert "spread: cold start p50" in output
