@@ -1,0 +1,699 @@
+"""The ``k8s`` substrate against the local stand-in API server (tests/support/k8s_api.py).
+
+:class:`KubernetesContract` holds what must be true on any cluster; test_kubernetes_live.py
+runs it against a real one when KUBECONFIG is set. Everything else here needs the stand-in:
+its fault injection, its extra users and its docker containers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from support.k8s_api import CONTEXT, POD_LABEL, SIMULATE_KEY, V4, KubeAPIStandIn
+
+from pytest_rollout_tax.errors import (
+    ConfigError,
+    CredentialsMissing,
+    RolloutTaxError,
+    SandboxStartError,
+    StepTimeout,
+    SubstrateUnavailable,
+)
+from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, Sandbox
+from pytest_rollout_tax.substrates.kubernetes import (
+    KubernetesSubstrate,
+    go_duration_seconds,
+    toleration,
+)
+
+PHASES = ["created", "scheduled", "initialized", "containers_ready", "ready", "first_exec"]
+
+
+def pod_exists(core: k8s_client.CoreV1Api, name: str, namespace: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, namespace)
+    except k8s_client.ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+def session_pods(core: k8s_client.CoreV1Api, substrate: KubernetesSubstrate) -> list[str]:
+    selector = f"{SESSION_LABEL}={substrate.session_id}"
+    pods = core.list_namespaced_pod(substrate.namespace, label_selector=selector).items
+    return [p.metadata.name for p in pods]
+
+
+class KubernetesContract:
+    """What holds on any cluster. A subclass provides a class-scoped ``k8s_options`` fixture."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def k8s(cls, k8s_options: dict[str, Any]) -> Iterator[KubernetesSubstrate]:
+        substrate = KubernetesSubstrate(**k8s_options)
+        yield substrate
+        substrate.reap(substrate.session_id)
+        substrate.close()
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def pod(cls, k8s: KubernetesSubstrate) -> Iterator[Sandbox]:
+        """One sandbox shared by the tests that only run commands and move files."""
+        with k8s.start() as sandbox:
+            yield sandbox
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def core(cls, k8s_options: dict[str, Any]) -> Iterator[k8s_client.CoreV1Api]:
+        """The official typed client on the same cluster, to look at what the substrate made."""
+        api = k8s_config.new_client_from_config(
+            config_file=k8s_options.get("kubeconfig") or os.environ.get("KUBECONFIG"),
+            context=k8s_options.get("context"),
+        )
+        yield k8s_client.CoreV1Api(api)
+        api.close()
+
+    # -- cold start and teardown -----------------------------------------------------------
+
+    def test_cold_start_phases_in_order_and_teardown_waits_until_gone(self, k8s, core):
+        with k8s.start() as sandbox:
+            rollout = sandbox.rollout
+            assert list(rollout.phases) == PHASES
+            assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
+            assert pod_exists(core, sandbox.name, k8s.namespace)
+        assert not pod_exists(core, sandbox.name, k8s.namespace)
+        assert rollout.teardown_s is not None and rollout.teardown_s > 0
+        assert rollout.trajectory_s >= rollout.cold_start_s + rollout.teardown_s
+        # The image pull time is known after the rollout (looked up off the cold-start path).
+        assert rollout.phases["image_pull"] >= 0
+
+    def test_pod_is_hardened_and_labelled(self, k8s, core, pod):
+        spec = core.read_namespaced_pod(pod.name, k8s.namespace)
+        assert spec.spec.automount_service_account_token is False
+        assert spec.spec.restart_policy == "Never"
+        assert spec.spec.termination_grace_period_seconds == 0
+        container = spec.spec.containers[0]
+        assert container.security_context.allow_privilege_escalation is False
+        assert container.security_context.capabilities.drop == ["ALL"]
+        assert spec.metadata.labels[SESSION_LABEL] == k8s.session_id
+        assert pod.name == f"rollout-tax-{spec.metadata.labels[ROLLOUT_LABEL]}"
+        status = pod.exec("grep -E '^(CapEff|NoNewPrivs):' /proc/self/status").stdout.split()
+        assert status == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
+
+    # -- exec ------------------------------------------------------------------------------
+
+    @pytest.mark.parametrize("code", [0, 1, 3, 42, 255])
+    def test_exit_code_from_the_status_channel(self, pod, code):
+        result = pod.exec(f"exit {code}")
+        assert result.exit_code == code
+        assert pod.rollout.steps[-1].exit_code == code
+
+    def test_stdout_and_stderr_are_separate(self, pod):
+        result = pod.exec("echo out1; echo err1 >&2; echo out2; echo err2 >&2; exit 7")
+        assert (result.exit_code, result.stdout, result.stderr) == (
+            7,
+            "out1\nout2\n",
+            "err1\nerr2\n",
+        )
+
+    def test_argv_is_passed_as_is(self, pod):
+        result = pod.exec(["printf", "%s|", "a b", "'q'", "$HOME", "", "ü"])
+        assert result.stdout == "a b|'q'|$HOME||ü|"
+
+    def test_env_and_cwd(self, pod):
+        assert pod.exec("pwd").stdout == f"{pod.workdir}\n"
+        pod.exec("mkdir -p 'sub dir'")
+        result = pod.exec(
+            'printf "%s|%s|" "$GREETING" "$QUOTE"; pwd',
+            env={"GREETING": "hello world", "QUOTE": "it's $HOME"},
+            cwd="sub dir",
+        )
+        assert result.stdout == f"hello world|it's $HOME|{pod.workdir}/sub dir\n"
+        assert pod.exec("echo ${GREETING:-unset}").stdout == "unset\n"
+
+    def test_one_megabyte_of_output(self, pod):
+        result = pod.exec("head -c 1048576 /dev/zero | tr '\\0' x; head -c 70000 /dev/zero >&2")
+        assert result.stdout == "x" * 1048576
+        assert result.stderr == "\0" * 70000
+
+    def test_a_missing_command_is_exit_127(self, pod):
+        assert pod.exec(["no-such-command-xyz"]).exit_code == 127
+        assert pod.exec("no-such-command-xyz").exit_code == 127
+
+    # -- files -----------------------------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            b"",
+            b"no newline at the end",
+            bytes(range(256)) * 4,
+            b"\0\r\n\xff" * 1000,
+            os.urandom(2 * 1024 * 1024 + 17),
+        ],
+        ids=["empty", "text", "all-bytes", "binary", "2mb-random"],
+    )
+    def test_files_are_byte_exact(self, pod, data):
+        pod.write_file("bytes.bin", data)
+        assert pod.read_file("bytes.bin", binary=True) == data
+        assert pod.exec(["wc", "-c", "bytes.bin"]).stdout.split()[0] == str(len(data))
+
+    def test_nested_paths_text_and_overwrite(self, pod):
+        pod.write_file("a/b c/d/ünïcode.txt", "first version, longer\n")
+        pod.write_file("a/b c/d/ünïcode.txt", "second\n")
+        assert pod.read_file("a/b c/d/ünïcode.txt") == "second\n"
+        assert pod.read_file(f"{pod.workdir}/a/b c/d/ünïcode.txt") == "second\n"
+        assert pod.exec(["cat", "a/b c/d/ünïcode.txt"]).stdout == "second\n"
+        pod.exec("printf 'made by exec' > made.txt")
+        assert pod.read_file("made.txt") == "made by exec"
+
+    def test_reading_what_is_not_a_file(self, pod):
+        with pytest.raises(FileNotFoundError):
+            pod.read_file("does/not/exist.txt")
+        pod.exec("mkdir -p a-directory")
+        with pytest.raises(IsADirectoryError):
+            pod.read_file("a-directory")
+        assert [s.kind for s in pod.rollout.steps[-3:]] == ["read_file", "exec", "read_file"]
+
+    # -- timeouts --------------------------------------------------------------------------
+
+    def test_timeout_kills_the_process_and_the_pod_stays_usable(self, pod):
+        with pytest.raises(StepTimeout, match=r"ran past its 1 s timeout; killed in pod"):
+            pod.exec("sleep 3600 & sleep 3601; echo never", timeout=1)
+        assert pod.rollout.steps[-1].exit_code is None
+        processes = pod.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '").stdout
+        assert "sleep 3600" not in processes and "sleep 3601" not in processes
+        assert pod.exec("echo alive", timeout=30).stdout == "alive\n"
+
+    def test_exit_137_is_a_result_when_no_timeout_fired(self, pod):
+        assert pod.exec("exit 137", timeout=30).exit_code == 137
+        assert pod.exec("kill -9 $$").exit_code == 137
+
+    # -- options, reaping, concurrency -----------------------------------------------------
+
+    def test_options_appear_in_the_pod(self, k8s_options, core):
+        substrate = KubernetesSubstrate(
+            **k8s_options,
+            cpu="100m",
+            memory="64Mi",
+            labels={"team": "rl", "tier": "bench"},
+            annotations={"example.com/note": "hello"},
+            workdir="/tmp/work",
+            image_pull_policy="IfNotPresent",
+            ready_timeout=120,
+        )
+        try:
+            with substrate.start() as sandbox:
+                spec = core.read_namespaced_pod(sandbox.name, substrate.namespace)
+                assert sandbox.exec("pwd").stdout == "/tmp/work\n"
+        finally:
+            substrate.close()
+        container = spec.spec.containers[0]
+        assert container.resources.requests == {"cpu": "100m", "memory": "64Mi"}
+        assert container.resources.limits == {"cpu": "100m", "memory": "64Mi"}
+        assert container.working_dir == "/tmp/work"
+        assert container.image_pull_policy == "IfNotPresent"
+        assert {"team": "rl", "tier": "bench"}.items() <= spec.metadata.labels.items()
+        assert spec.metadata.annotations["example.com/note"] == "hello"
+        assert spec.metadata.labels[SESSION_LABEL] == substrate.session_id
+
+    def test_reap_removes_the_pods_of_one_session(self, k8s_options, k8s, core, pod):
+        crashed = KubernetesSubstrate(**k8s_options)
+        try:
+            abandoned = crashed.start()  # never closed: what a killed run leaves behind
+            assert session_pods(core, crashed) == [abandoned.name]
+            assert crashed.reap(crashed.session_id) == 1
+            assert session_pods(core, crashed) == []
+            assert not pod_exists(core, abandoned.name, crashed.namespace)
+            assert pod_exists(core, pod.name, k8s.namespace)  # another session's pod stays
+            assert crashed.reap(crashed.session_id) == 0
+            with pytest.raises(RolloutTaxError, match=r"pods/exec '.*' not found .*\(404\)"):
+                abandoned.exec("true")
+            abandoned.close()  # closing a reaped sandbox is harmless
+        finally:
+            crashed.close()
+
+    def test_concurrent_starts_on_one_substrate(self, k8s, core):
+        sandboxes: list[Sandbox] = []
+        errors: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                sandboxes.append(k8s.start())
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=start) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        try:
+            assert not errors
+            assert len({s.name for s in sandboxes}) == 4
+            for sandbox in sandboxes:
+                assert sandbox.exec(["cat", "/etc/hostname"]).exit_code == 0
+        finally:
+            for sandbox in sandboxes:
+                sandbox.close()
+        assert not {s.name for s in sandboxes} & set(session_pods(core, k8s))
+
+
+# -- the contract against the stand-in ---------------------------------------------------------
+
+
+class TestStandIn(KubernetesContract):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def k8s_options(cls, k8s_kubeconfig: Path) -> dict[str, Any]:
+        return {"kubeconfig": str(k8s_kubeconfig)}
+
+    def test_v4_subprotocol(self, k8s_api: KubeAPIStandIn, pod):
+        k8s_api.exec_protocols = (V4,)
+        try:
+            result = pod.exec("echo v4; echo e >&2; exit 5")
+            assert (result.exit_code, result.stdout, result.stderr) == (5, "v4\n", "e\n")
+            pod.write_file("v4.bin", bytes(range(256)))  # no stdin close in v4: head -c N ends it
+            assert pod.read_file("v4.bin", binary=True) == bytes(range(256))
+        finally:
+            k8s_api.exec_protocols = ("v5.channel.k8s.io", V4)
+
+    def test_the_container_is_isolated(self, docker_client, pod):
+        (container,) = docker_client.containers.list(
+            filters={"label": f"{POD_LABEL}=default/{pod.name}"}
+        )
+        host = container.attrs["HostConfig"]
+        assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
+        assert "no-new-privileges" in host["SecurityOpt"]
+        assert pod.exec("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '").stdout == "lo\n"
+
+    def test_cold_start_survives_an_expired_watch(self, k8s_api, k8s):
+        k8s_api.expire_watches = 1  # the readiness watch gets 410 Gone: read, then watch again
+        with k8s.start() as sandbox:
+            assert k8s_api.expire_watches == 0
+            assert list(sandbox.rollout.phases) == PHASES
+
+    def test_teardown_survives_an_expired_watch(self, k8s_api, k8s, core):
+        sandbox = k8s.start()
+        k8s_api.compact()  # the version teardown watches from is now too old: 410 Gone
+        sandbox.close()
+        assert not pod_exists(core, sandbox.name, k8s.namespace)
+        assert sandbox.rollout.teardown_s is not None
+
+
+def substrate(kubeconfig: Path, **options: Any) -> KubernetesSubstrate:
+    return KubernetesSubstrate(kubeconfig=str(kubeconfig), **options)
+
+
+def all_tokens(server: KubeAPIStandIn) -> list[str]:
+    config = yaml.safe_load(server.kubeconfig_path.read_text())
+    return [u["user"]["token"] for u in config["users"]]
+
+
+def assert_one_clear_line(message: str, server: KubeAPIStandIn) -> None:
+    assert "\n" not in message and "Traceback" not in message
+    for token in all_tokens(server):
+        assert token not in message
+
+
+# -- error paths -------------------------------------------------------------------------------
+
+
+def test_unreachable_api_server_names_url_and_context(k8s_api, k8s_kubeconfig):
+    with pytest.raises(SubstrateUnavailable) as info:
+        substrate(k8s_kubeconfig, context=f"{CONTEXT}-unreachable")
+    message = str(info.value)
+    config = yaml.safe_load(k8s_kubeconfig.read_text())
+    url = next(
+        c["cluster"]["server"] for c in config["clusters"] if c["name"].endswith("unreachable")
+    )
+    assert message.startswith(f"k8s: API server {url} unreachable")
+    assert f"kubeconfig context '{CONTEXT}-unreachable'" in message
+    assert "Connection refused" in message
+    assert_one_clear_line(message, k8s_api)
+
+
+def test_wrong_token_is_unauthorized(k8s_api, k8s_kubeconfig):
+    with pytest.raises(SubstrateUnavailable) as info:
+        substrate(k8s_kubeconfig, context=f"{CONTEXT}-bad-token")
+    message = str(info.value)
+    assert "unauthorized" in message and "(401 Unauthorized)" in message
+    assert f"context '{CONTEXT}-bad-token'" in message and "list pods" in message
+    assert_one_clear_line(message, k8s_api)
+
+
+def test_forbidden_create_names_verb_and_resource(k8s_api, k8s_kubeconfig):
+    readonly = substrate(k8s_kubeconfig, context=f"{CONTEXT}-readonly")
+    try:
+        with pytest.raises(SandboxStartError) as info:
+            readonly.start()
+    finally:
+        readonly.close()
+    message = str(info.value)
+    assert message.startswith("k8s: forbidden: the API server refused to create pods")
+    assert "(403 Forbidden)" in message and 'User "readonly" cannot create' in message
+    assert_one_clear_line(message, k8s_api)
+
+
+def test_forbidden_exec_names_verb_and_resource_and_deletes_the_pod(k8s_api, k8s_kubeconfig):
+    no_exec = substrate(k8s_kubeconfig, context=f"{CONTEXT}-no-exec")
+    admin = substrate(k8s_kubeconfig)
+    try:
+        with pytest.raises(RolloutTaxError) as info:
+            no_exec.start()
+        assert admin.reap(no_exec.session_id) == 0  # the pod was deleted
+    finally:
+        no_exec.close()
+        admin.close()
+    message = str(info.value)
+    assert "forbidden: the API server refused to create pods/exec 'rollout-tax-" in message
+    assert_one_clear_line(message, k8s_api)
+
+
+@pytest.mark.parametrize(
+    ("options", "reason"),
+    [
+        ({"annotations": {SIMULATE_KEY: "unschedulable"}}, "1 Insufficient cpu"),
+        ({"cpu": "64"}, "1 Insufficient cpu"),
+        (
+            {"node_selector": {"disktype": "ssd"}},
+            "1 node(s) didn't match Pod's node affinity/selector",
+        ),
+    ],
+    ids=["simulated", "too-much-cpu", "node-selector"],
+)
+def test_pending_pod_reports_the_scheduler_reason_and_is_deleted(
+    k8s_api, k8s_kubeconfig, options, reason
+):
+    pending = substrate(k8s_kubeconfig, ready_timeout=0.5, **options)
+    try:
+        with pytest.raises(SandboxStartError) as info:
+            pending.start()
+        assert pending.reap(pending.session_id) == 0
+    finally:
+        pending.close()
+    message = str(info.value)
+    assert "not ready after 0.5 s (k8s.ready_timeout): still Pending, not scheduled: " in message
+    assert "Unschedulable: 0/1 nodes are available: " + reason in message
+    assert "last events: [Warning] FailedScheduling: 0/1 nodes are available" in message
+    assert message.endswith("; the pod was deleted")
+    assert_one_clear_line(message, k8s_api)
+
+
+@pytest.mark.parametrize(
+    ("options", "reason", "image"),
+    [
+        ({"labels": {SIMULATE_KEY: "image-pull-failure"}}, "ErrImagePull", None),
+        ({"image": "rollout-tax/no-such-image:1"}, "ErrImagePull", "rollout-tax/no-such-image:1"),
+        ({"image": "rollout-tax/no-such-image:1", "image_pull_policy": "Never"},
+         "ErrImageNeverPull", "rollout-tax/no-such-image:1"),
+    ],
+    ids=["simulated", "missing-image", "never-pull"],
+)  # fmt: skip
+def test_image_pull_failure_is_named_with_the_image(
+    k8s_api, k8s_kubeconfig, sandbox_image, options, reason, image
+):
+    # A long ready_timeout: the failure must be reported as soon as the kubelet reports it.
+    failing = substrate(k8s_kubeconfig, ready_timeout=300, **options)
+    try:
+        with pytest.raises(SandboxStartError) as info:
+            failing.start()
+        assert failing.reap(failing.session_id) == 0
+    finally:
+        failing.close()
+    message = str(info.value)
+    assert f"k8s: image pull failed ({reason}) for image '{image or sandbox_image}'" in message
+    assert message.endswith("; the pod was deleted")
+    assert_one_clear_line(message, k8s_api)
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({"namespace": "no-such-namespace"},
+         "k8s: namespace 'no-such-namespace' not found (when asked to create pods)"),
+        ({"runtime_class": "gvisor"}, 'pod rejected: RuntimeClass "gvisor" not found'),
+        ({"cpu": "lots"}, "create pods in namespace 'default': 422 Invalid: Pod \"rollout-tax-"),
+    ],
+    ids=["namespace", "runtime-class", "invalid-quantity"],
+)  # fmt: skip
+def test_refused_pods(k8s_api, k8s_kubeconfig, options, expected):
+    refused = substrate(k8s_kubeconfig, **options)
+    try:
+        with pytest.raises(SandboxStartError, match=r"^k8s: ") as info:
+            refused.start()
+    finally:
+        refused.close()
+    assert expected in str(info.value)
+    assert_one_clear_line(str(info.value), k8s_api)
+
+
+# -- configuration -----------------------------------------------------------------------------
+
+
+def test_no_kubeconfig_at_all_is_missing_credentials(monkeypatch, tmp_path):
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(CredentialsMissing, match=r"no kubeconfig .* set KUBECONFIG"):
+        KubernetesSubstrate()
+
+
+def test_kubeconfig_from_the_environment(monkeypatch, k8s_kubeconfig, tmp_path):
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path}/absent:{k8s_kubeconfig}")
+    from_env = KubernetesSubstrate(context=f"{CONTEXT}-readonly", namespace="rollout-tax")
+    from_env.close()
+    assert (from_env.context, from_env.namespace) == (f"{CONTEXT}-readonly", "rollout-tax")
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path}/absent")
+    with pytest.raises(ConfigError, match="absent does not exist"):
+        KubernetesSubstrate()
+
+
+def test_unknown_context_lists_the_contexts(k8s_kubeconfig):
+    with pytest.raises(ConfigError, match=rf"no context 'nope' \(contexts: {CONTEXT}, {CONTEXT}-"):
+        substrate(k8s_kubeconfig, context="nope")
+
+
+def test_broken_kubeconfig(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nclusters: [\n")
+    with pytest.raises(ConfigError, match=f"k8s: kubeconfig {path}: "):
+        substrate(path)
+
+
+def test_options_from_strings(k8s_kubeconfig):
+    parsed = substrate(
+        k8s_kubeconfig,
+        tolerations="gpu=true:NoSchedule,spot:NoExecute,dedicated",
+        labels="a=b,c=d",
+        node_selector='{"kubernetes.io/os": "linux"}',
+        ready_timeout="12.5",
+    )
+    parsed.close()
+    spec = parsed.pod_manifest("x", {})["spec"]
+    assert spec["tolerations"] == [
+        {"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+        {"key": "spot", "operator": "Exists", "effect": "NoExecute"},
+        {"key": "dedicated", "operator": "Exists"},
+    ]
+    assert spec["nodeSelector"] == {"kubernetes.io/os": "linux"}
+    assert parsed.options.ready_timeout == 12.5
+    assert toleration({"key": "k", "operator": "Exists", "tolerationSeconds": "30"}) == {
+        "key": "k", "operator": "Exists", "tolerationSeconds": 30,
+    }  # fmt: skip
+    with pytest.raises(ConfigError, match="toleration 'a=b:Sometimes': expected key"):
+        substrate(k8s_kubeconfig, tolerations="a=b:Sometimes")
+    with pytest.raises(ConfigError, match="workdir='relative': must be an absolute path"):
+        substrate(k8s_kubeconfig, workdir="relative")
+
+
+def test_pod_template_fills_what_options_do_not_cover(k8s_api, k8s_kubeconfig, tmp_path, core_api):
+    template = tmp_path / "pod.yaml"
+    template.write_text(
+        yaml.safe_dump({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "ignored", "labels": {"from": "template", SESSION_LABEL: "x"},
+                         "annotations": {"note": "template"}},
+            "spec": {
+                "activeDeadlineSeconds": 3600,
+                "containers": [{"name": "sandbox", "image": "overridden-by-option",
+                                "env": [{"name": "FROM_TEMPLATE", "value": "yes"}]}],
+            },
+        })
+    )  # fmt: skip
+    templated = substrate(
+        k8s_kubeconfig, pod_template=str(template), image="rollout-tax/sandbox:bookworm",
+        runtime_class="runc", service_account="default",
+        node_selector={"kubernetes.io/os": "linux"}, tolerations=["dedicated=rl:NoSchedule"],
+    )  # fmt: skip
+    try:
+        with templated.start() as sandbox:
+            pod = core_api.read_namespaced_pod(sandbox.name, "default")
+            assert sandbox.exec("echo $FROM_TEMPLATE").stdout == "yes\n"
+    finally:
+        templated.close()
+    assert pod.metadata.name == sandbox.name
+    assert pod.metadata.labels["from"] == "template"
+    assert pod.metadata.labels[SESSION_LABEL] == templated.session_id
+    assert pod.metadata.annotations["note"] == "template"
+    assert pod.spec.active_deadline_seconds == 3600
+    assert pod.spec.runtime_class_name == "runc"
+    assert pod.spec.service_account_name == "default"
+    assert pod.spec.node_selector == {"kubernetes.io/os": "linux"}
+    assert ("dedicated", "Equal", "rl", "NoSchedule") in [
+        (t.key, t.operator, t.value, t.effect) for t in pod.spec.tolerations
+    ]
+    container = pod.spec.containers[0]
+    assert container.image == "rollout-tax/sandbox:bookworm"
+    assert container.security_context.capabilities.drop == ["ALL"]  # defaults stay under it
+    assert container.command == ["sleep", "infinity"]
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("- a list\n", "expected a Pod manifest"),
+        ("kind: Deployment\n", "expected kind Pod, got 'Deployment'"),
+        ("spec: {containers: {a: 1}}\n", "spec.containers must be a list of mappings"),
+        ("spec: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_pod_template(k8s_kubeconfig, tmp_path, content, error):
+    template = tmp_path / "pod.yaml"
+    template.write_text(content)
+    with pytest.raises(ConfigError, match=f"k8s.pod_template={template}: {error}"):
+        substrate(k8s_kubeconfig, pod_template=str(template))
+    with pytest.raises(ConfigError, match="No such file"):
+        substrate(k8s_kubeconfig, pod_template=str(tmp_path / "absent.yaml"))
+
+
+def test_a_bare_pod_spec_is_a_template(k8s_kubeconfig, tmp_path):
+    template = tmp_path / "spec.yaml"
+    template.write_text("containers: [{name: sandbox, workingDir: /srv/}]\nhostname: box\n")
+    templated = substrate(k8s_kubeconfig, pod_template=str(template))
+    templated.close()
+    assert templated.workdir == "/srv"
+    assert templated.pod_manifest("x", {})["spec"]["hostname"] == "box"
+
+
+# -- image pull time ---------------------------------------------------------------------------
+
+
+def test_image_pull_time_from_the_pulled_event(k8s_kubeconfig):
+    always = substrate(k8s_kubeconfig, image_pull_policy="Always")
+    try:
+        with always.start() as sandbox:
+            pass
+    finally:
+        always.close()
+    phases = sandbox.rollout.phases
+    assert 0 < phases["image_pull"] < sandbox.rollout.cold_start_s
+    assert list(phases) == [*PHASES, "image_pull"]
+
+
+def test_image_pull_time_falls_back_to_the_gap_without_events(k8s_kubeconfig):
+    no_events = substrate(k8s_kubeconfig, context=f"{CONTEXT}-no-events")
+    try:
+        with no_events.start() as sandbox:
+            pass
+    finally:
+        no_events.close()
+    phases = sandbox.rollout.phases
+    assert phases["image_pull"] == phases["initialized"] + phases["containers_ready"]
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1.5s", 1.5), ("850ms", 0.85), ("1m2.5s", 62.5), ("12.5µs", 12.5e-6), ("2h", 7200.0),
+     ("", None), ("1.5", None), ("fast", None)],
+)  # fmt: skip
+def test_go_durations(text, seconds):
+    assert go_duration_seconds(text) == (pytest.approx(seconds) if seconds else None)
+
+
+# -- through pytest --------------------------------------------------------------------------
+
+WORKLOAD = """
+import pytest
+
+@pytest.mark.trajectory(steps=150)
+def test_bugfix_loop(sandbox, rollout):
+    sandbox.write_file("calc.py", "def add(a, b):\\n    return a - b\\n")
+    r = sandbox.exec("python3 -B -c 'import calc; print(calc.add(2, 2))'")
+    assert r.exit_code == 0 and r.stdout.strip() == "0"
+    sandbox.write_file("calc.py", "def add(a, b):\\n    return a + b\\n")
+    r = sandbox.exec(["python3", "-B", "-c", "import calc; print(calc.add(2, 2))"])
+    assert r.stdout == "4\\n"
+    assert list(rollout.phases)[:2] == ["created", "scheduled"]
+"""
+
+
+@pytest.fixture
+def core_api(k8s_kubeconfig) -> Iterator[k8s_client.CoreV1Api]:
+    api = k8s_config.new_client_from_config(config_file=str(k8s_kubeconfig))
+    yield k8s_client.CoreV1Api(api)
+    api.close()
+
+
+def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_kubeconfig):
+    pytester.makepyfile(test_workload=WORKLOAD)
+    pytester.makepyprojecttoml(f"""
+        [tool.rollout-tax.substrates.k8s]
+        kubeconfig = "{k8s_kubeconfig}"
+        [tool.rollout-tax.substrates.k8s-no-exec]
+        kind = "k8s"
+        kubeconfig = "{k8s_kubeconfig}"
+        context = "{CONTEXT}-no-exec"
+        [tool.rollout-tax.substrates.k8s-bad-token]
+        kind = "kubernetes"
+        kubeconfig = "{k8s_kubeconfig}"
+        context = "{CONTEXT}-bad-token"
+    """)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest(
+        "--substrate=k8s,k8s-no-exec,k8s-bad-token", f"--rollout-json={report}",
+        "--rollout-probes=2", "-l", "-vv", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(passed=1, errors=2)
+    output = result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines([
+        "*test_bugfix_loop?k8s-1? PASSED*",
+        "k8s: forbidden: the API server refused to create pods/exec 'rollout-tax-*",
+        "k8s: unauthorized: the API server http://127.0.0.1:* rejected the credentials of "
+        f"kubeconfig context '{CONTEXT}-bad-token' (401 Unauthorized) when asked to list pods*",
+    ])  # fmt: skip
+    assert "Traceback" not in output and "site-packages" not in output
+    data = json.loads(report.read_text())
+    k8s = data["substrates"]["k8s"]
+    assert k8s["rollouts"] == 1 and k8s["failures"] == 0
+    assert set(PHASES) | {"image_pull"} <= set(k8s["phases"])
+    assert data["substrates"]["k8s-no-exec"]["failures"] == 1
+    for token in all_tokens(k8s_api):
+        assert token not in output
+        assert token not in report.read_text()
+
+
+def test_rollout_reap_removes_labelled_pods(pytester, k8s_kubeconfig, core_api):
+    crashed = substrate(k8s_kubeconfig, namespace="rollout-tax")
+    try:
+        abandoned = crashed.start()
+        result = pytester.runpytest(
+            "--rollout-reap", "--substrate=k8s", f"--substrate-opt=k8s.kubeconfig={k8s_kubeconfig}",
+            "--substrate-opt=k8s.namespace=rollout-tax", "-p", "no:cacheprovider",
+        )  # fmt: skip
+        assert result.ret == 0
+        result.stdout.fnmatch_lines(["rollout-tax: k8s: removed 1 leftover sandbox(es)"])
+        assert not pod_exists(core_api, abandoned.name, "rollout-tax")
+    finally:
+        crashed.close()
