@@ -1,0 +1,330 @@
+"""``e2b``: hosted sandboxes on E2B (https://e2b.dev), through the official ``e2b`` SDK.
+
+Cold start is ``Sandbox.create`` (phase ``create``) through the first no-op command (phase
+``first_exec``). Commands run through ``commands.run``, files go through ``files.write`` and
+``files.read``, teardown is ``kill``. The key comes from ``E2B_API_KEY``; the SDK's own knobs
+(``E2B_DOMAIN``, ``E2B_API_URL``, ``E2B_SANDBOX_URL``, ``E2B_DEBUG``) apply as usual. Every
+sandbox carries the ownership labels as metadata, so leftovers can be listed and killed.
+
+Install with ``pip install 'pytest-rollout-tax[e2b]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shlex
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import (
+    ConfigError,
+    CredentialsMissing,
+    RolloutTaxError,
+    SandboxError,
+    SandboxStartError,
+    StepTimeout,
+    SubstrateUnavailable,
+)
+from ..record import PhaseClock, Rollout
+from ..sandbox import SESSION_LABEL, RawResult, Sandbox, Substrate
+
+try:
+    import httpx
+    from e2b import CommandExitException, SandboxInfo, SandboxQuery
+    from e2b import Sandbox as SDKSandbox
+    from e2b.connection_config import ConnectionConfig
+    from e2b.exceptions import (
+        AuthenticationException,
+        FileNotFoundException,
+        InvalidArgumentException,
+        RateLimitException,
+        SandboxNotRunningException,
+        SandboxUnreachableException,
+        ServiceBusyException,
+        TimeoutException,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by a test that hides the SDK
+    raise SubstrateUnavailable(
+        f"e2b: the E2B SDK is not installed ({exc}); pip install 'pytest-rollout-tax[e2b]'"
+    ) from None
+
+API_KEY_VARIABLE = "E2B_API_KEY"
+LABEL_PREFIX = "rollout-tax.io/"
+#: What the SDK runs every command with (``commands.run`` wraps it in ``bash -l -c``).
+SHELL = "/bin/bash"
+#: How long to look for a timed-out command that had not reported its pid yet.
+KILL_SEARCH_S = 2.0
+
+
+@dataclass
+class E2BOptions:
+    #: The template (name or id) every sandbox starts from.
+    template: str = "base"
+    #: Sandbox lifetime in seconds: E2B kills a sandbox this long after its creation.
+    timeout: int = 300
+    #: Extra metadata on every sandbox (the rollout-tax.io/ ownership labels are added).
+    metadata: dict[str, str] = field(default_factory=dict)
+    #: Environment variables for every command in the sandbox.
+    envs: dict[str, str] = field(default_factory=dict)
+    #: The E2B domain (default: ``E2B_DOMAIN``, else the SDK's ``e2b.app``).
+    domain: str | None = None
+    #: Seconds an API or envd request may take (default: the SDK's, 60 s).
+    request_timeout: float | None = None
+    #: The absolute directory relative paths and commands start in (the template user's home).
+    workdir: str = "/home/user"
+
+    def check(self) -> None:
+        if not self.template.strip():
+            raise ValueError("template: must not be empty")
+        if self.timeout < 1:
+            raise ValueError(f"timeout={self.timeout}: the sandbox lifetime must be >= 1 s")
+        if self.request_timeout is not None and self.request_timeout <= 0:
+            raise ValueError(f"request_timeout={self.request_timeout}: must be > 0 s")
+        reserved = sorted(key for key in self.metadata if key.startswith(LABEL_PREFIX))
+        if reserved:
+            raise ValueError(f"metadata: {', '.join(reserved)}: {LABEL_PREFIX}* is reserved")
+        if not posixpath.isabs(self.workdir):
+            raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
+
+
+class E2BSandbox(Sandbox):
+    """One E2B sandbox; ``sdk`` is the SDK's own ``Sandbox`` object for it."""
+
+    def __init__(self, *, sdk: SDKSandbox, substrate: E2BSubstrate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.sdk = sdk
+        self._substrate = substrate
+
+    @property
+    def sandbox_id(self) -> str:
+        return self.sdk.sandbox_id
+
+    def _run(
+        self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+    ) -> RawResult:
+        command = shlex.join(argv)
+        handle = None
+        try:
+            # background=True hands out the pid, so a command past its timeout can be killed.
+            handle = self.sdk.commands.run(
+                command,
+                background=True,
+                envs=dict(env) if env else None,
+                cwd=cwd,
+                timeout=timeout or 0,
+            )
+            result = handle.wait()
+        except CommandExitException as exc:
+            return RawResult(exc.exit_code, _encode(exc.stdout), _encode(exc.stderr))
+        except (SandboxNotRunningException, SandboxUnreachableException) as exc:
+            raise self._fail(exc, "running a command") from None
+        except TimeoutException as exc:
+            if not timeout:
+                raise self._fail(exc, "running a command") from None
+            self._kill(handle.pid if handle is not None else None, command)
+            raise StepTimeout(
+                f"{self._substrate.name}: {argv!r} ran past its {timeout} s timeout; it was "
+                "killed and the sandbox stays usable"
+            ) from None
+        except InvalidArgumentException as exc:
+            if "cwd" in str(exc):  # envd refuses a missing directory: the workload's error
+                return RawResult(127, b"", f"directory {cwd}: not found\n".encode())
+            raise self._fail(exc, "running a command") from None
+        except Exception as exc:
+            raise self._fail(exc, "running a command") from None
+        return RawResult(result.exit_code, _encode(result.stdout), _encode(result.stderr))
+
+    def _kill(self, pid: int | None, command: str) -> None:
+        """Kill a timed-out command: by pid, or, if it timed out before it reported one, by
+        its command line once it shows up (it may still be starting)."""
+        try:
+            pids = [pid] if pid is not None else []
+            give_up = time.monotonic() + KILL_SEARCH_S
+            while not pids and time.monotonic() < give_up:
+                pids = [
+                    process.pid
+                    for process in self.sdk.commands.list()
+                    if process.cmd == SHELL and process.args[-1:] == [command]
+                ]
+                time.sleep(0 if pids else 0.1)
+            for found in pids:
+                self.sdk.commands.kill(found)
+        except Exception as exc:
+            raise self._fail(exc, "killing a command past its timeout") from None
+
+    def _write(self, path: str, data: bytes) -> None:
+        try:
+            self.sdk.files.write(path, data)
+        except InvalidArgumentException as exc:
+            raise OSError(f"cannot write {path}: {self._substrate.redact(exc)}") from None
+        except Exception as exc:
+            raise self._fail(exc, "writing a file") from None
+
+    def _read(self, path: str) -> bytes:
+        try:
+            return bytes(self.sdk.files.read(path, format="bytes"))
+        except FileNotFoundException:
+            raise FileNotFoundError(f"{path}: no such file in the sandbox") from None
+        except InvalidArgumentException as exc:
+            raise OSError(f"cannot read {path}: {self._substrate.redact(exc)}") from None
+        except Exception as exc:
+            raise self._fail(exc, "reading a file") from None
+
+    def _destroy(self) -> None:
+        try:
+            self.sdk.kill()
+        except Exception as exc:
+            raise self._fail(exc, "killing the sandbox") from None
+
+    def _fail(self, exc: BaseException, action: str) -> RolloutTaxError:
+        return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
+
+
+class E2BSubstrate(Substrate):
+    kind = "e2b"
+    Options = E2BOptions
+    #: Sandboxes per page when listing (reap).
+    list_page_size = 100
+
+    def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
+        super().__init__(name, session_id=session_id, **options)
+        key = os.environ.get(API_KEY_VARIABLE, "").strip()
+        if not key:
+            raise CredentialsMissing(
+                f"{self.name}: {API_KEY_VARIABLE} is not set; export an E2B API key "
+                "(https://e2b.dev/dashboard?tab=keys) to run the e2b rollouts"
+            )
+        self._key = key
+        self._params: dict[str, Any] = {"api_key": key}
+        if self.options.domain:
+            self._params["domain"] = self.options.domain
+        if self.options.request_timeout is not None:
+            self._params["request_timeout"] = self.options.request_timeout
+        config = ConnectionConfig(domain=self.options.domain, api_key="-")
+        #: Where the control plane is reached, for messages (never with the key).
+        self.api_url = config.api_url
+        self.domain = config.domain
+
+    def __repr__(self) -> str:
+        return f"<E2BSubstrate {self.name!r} template={self.options.template!r}>"
+
+    def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
+        try:
+            sdk = SDKSandbox.create(
+                template=self.options.template,
+                timeout=self.options.timeout,
+                metadata={**self.options.metadata, **labels},
+                envs=dict(self.options.envs) or None,
+                **self._params,
+            )
+        except Exception as exc:
+            raise self.error(exc, "creating a sandbox") from None
+        clock.mark("create")
+        return E2BSandbox(sdk=sdk, substrate=self, workdir=self.options.workdir, rollout=rollout)
+
+    def list_sandboxes(self, session_id: str | None = None) -> list[SandboxInfo]:
+        """Sandboxes labelled by ``session_id`` (by any session if None), running or paused."""
+        query = SandboxQuery(metadata={SESSION_LABEL: session_id}) if session_id else None
+        try:
+            pages = SDKSandbox.list(query=query, limit=self.list_page_size, **self._params)
+            found = []
+            while pages.has_next:
+                for info in pages.next_items():
+                    label = info.metadata.get(SESSION_LABEL)
+                    if label is not None and (session_id is None or label == session_id):
+                        found.append(info)
+        except Exception as exc:
+            raise self.error(exc, "listing sandboxes") from None
+        return found
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Kill the sandboxes labelled by ``session_id`` (any session if None); return how many."""
+        removed = 0
+        for info in self.list_sandboxes(session_id):
+            try:
+                removed += bool(SDKSandbox.kill(info.sandbox_id, **self._params))
+            except Exception as exc:
+                raise self.error(exc, "killing a leftover sandbox", info.sandbox_id) from None
+        return removed
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def redact(self, value: object) -> str:
+        """``str(value)`` without the API key in it."""
+        text = str(value)
+        return text.replace(self._key, "[E2B_API_KEY]") if len(self._key) >= 6 else text
+
+    def error(
+        self, exc: BaseException, action: str, sandbox_id: str | None = None
+    ) -> RolloutTaxError:
+        """The error to raise for an SDK exception: one line that names the cause, no key.
+
+        The first line is the same for every rollout with the same cause (so the summary can
+        count it); specifics (the service's message, the sandbox id) follow on a second line.
+        """
+        if isinstance(exc, RolloutTaxError):
+            return exc
+        # A sandbox that never started is a start error; one that fails mid-rollout is not.
+        kind = SandboxStartError if action == "creating a sandbox" else SandboxError
+        status = 401 if isinstance(exc, AuthenticationException) else _status(exc)
+        where = f"the E2B API at {self.api_url} (domain {self.domain})"
+        details = self.redact(exc).strip().replace("\n", " ")
+        if sandbox_id:
+            details = f"sandbox {sandbox_id}: {details}"
+        if status in (401, 403):
+            return SubstrateUnavailable(
+                f"{self.name}: {where} rejected the API key from {API_KEY_VARIABLE} "
+                f"(HTTP {status}) while {action}; check the key and its team's access\n{details}"
+            )
+        if isinstance(exc, RateLimitException) or status == 429:
+            return kind(
+                f"{self.name}: rate limit or quota exceeded (HTTP 429) while {action}; "
+                f"run fewer rollouts at once or raise the team's quota\n{details}"
+            )
+        if status == 404 and action == "creating a sandbox":
+            return ConfigError(
+                f"{self.name}.template={self.options.template!r}: template not found (HTTP 404) "
+                f"at {where}; check the name with 'e2b template list'\n{details}"
+            )
+        if isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException):
+            return SubstrateUnavailable(
+                f"{self.name}: cannot reach {where} while {action} ({type(exc).__name__})\n"
+                f"{details}"
+            )
+        if isinstance(exc, httpx.TimeoutException) or (
+            type(exc) is TimeoutException and "request_timeout" in str(exc)
+        ):
+            return SubstrateUnavailable(
+                f"{self.name}: {where} did not answer in time while {action}; raise "
+                f"{self.name}.request_timeout (now {self.options.request_timeout or 60} s)\n"
+                f"{details}"
+            )
+        if isinstance(exc, SandboxNotRunningException):
+            return SandboxError(
+                f"{self.name}: the sandbox is no longer running while {action} (killed, or its "
+                f"lifetime {self.name}.timeout={self.options.timeout} s ran out)\n{details}"
+            )
+        if isinstance(exc, SandboxUnreachableException):
+            return SandboxError(
+                f"{self.name}: the sandbox cannot be reached while {action} "
+                f"(domain {self.domain})\n{details}"
+            )
+        if isinstance(exc, ServiceBusyException):
+            return kind(
+                f"{self.name}: the service is busy (HTTP 503) while {action}; retry later\n"
+                f"{details}"
+            )
+        label = f"HTTP {status}" if status else type(exc).__name__
+        return kind(f"{self.name}: {action} failed ({label})\n{details}")
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return int(status) if isinstance(status, int) else None
+
+
+def _encode(text: str | None) -> bytes:
+    return (text or "").encode()
