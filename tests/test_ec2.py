@@ -1,0 +1,594 @@
+"""The ec2 substrate against moto (EC2 API, server mode, over HTTP) and a real sshd container.
+
+Faults moto does not model are injected by the HTTP proxy in front of it
+(tests/support/ec2_moto.py); the substrate only ever sees an ``endpoint_url`` and a
+``connect=HOST:PORT``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import textwrap
+
+import pytest
+from support.ec2_moto import (
+    REPO,
+    SECRETS,
+    ec2_client,
+    free_port,
+    start_sshd,
+    substrate_opt_args,
+)
+
+from pytest_rollout_tax.errors import (
+    ConfigError,
+    CredentialsMissing,
+    SandboxStartError,
+    StepTimeout,
+    SubstrateUnavailable,
+)
+from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL
+from pytest_rollout_tax.substrates.ec2 import EC2Substrate, SSHError, endpoint
+
+PHASES = ["requested", "running", "ssh_ready", "first_exec"]
+GONE = ("shutting-down", "terminated")
+
+
+def state(moto_server, instance_id: str) -> str:
+    """The instance's state, asked of moto directly (not through the fault proxy)."""
+    reservations = ec2_client(moto_server.url).describe_instances(InstanceIds=[instance_id])
+    return reservations["Reservations"][0]["Instances"][0]["State"]["Name"]
+
+
+def instances(moto_server, **filters: str) -> list[dict]:
+    """Instances matching ``tag:KEY=VALUE``-style filters (given as KEY=VALUE)."""
+    spec = [{"Name": k, "Values": [v]} for k, v in filters.items()]
+    pages = ec2_client(moto_server.url).describe_instances(Filters=spec)["Reservations"]
+    return [i for r in pages for i in r["Instances"]]
+
+
+def live_tagged(moto_server) -> set[str]:
+    """Ids of live instances that carry the session tag."""
+    found = instances(moto_server, **{"tag-key": SESSION_LABEL})
+    return {i["InstanceId"] for i in found if i["State"]["Name"] not in GONE}
+
+
+@pytest.fixture
+def sandbox_ec2(make_ec2):
+    sandbox = make_ec2().start()
+    yield sandbox
+    sandbox.close()
+
+
+# -- exec ---------------------------------------------------------------------------------------
+
+
+def test_exec_exit_codes_streams_env_and_cwd(sandbox_ec2):
+    sb = sandbox_ec2
+    result = sb.exec("echo out; echo err >&2; exit 7")
+    assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
+    assert sb.exec(["printf", "%s|", "a b", "c'd", "$HOME"]).stdout == "a b|c'd|$HOME|"
+    assert sb.exec('echo "$FOO"', env={"FOO": "bar  baz", "EMPTY": ""}).stdout == "bar  baz\n"
+    assert sb.exec("pwd").stdout.strip() == sb.workdir
+    sb.write_file("sub/dir/.keep", "")
+    assert sb.exec("pwd", cwd="sub/dir").stdout.strip() == f"{sb.workdir}/sub/dir"
+    assert sb.exec("cat", timeout=30).stdout == ""  # stdin is closed, not left open
+    assert sb.exec("kill -TERM $$").exit_code == 128 + 15
+    assert sb.exec(["no-such-command-xyz"]).exit_code == 127
+    assert sb.exec("true", cwd="no/such/dir").exit_code != 0
+    assert [s.exit_code for s in sb.rollout.steps if s.kind == "exec"][:1] == [7]
+
+
+def test_exec_megabyte_outputs_on_both_streams(sandbox_ec2):
+    script = (
+        "import sys\n"
+        "for _ in range(1024):\n"
+        "    sys.stdout.write('o' * 1024); sys.stderr.write('e' * 1024)\n"
+    )
+    result = sandbox_ec2.exec(["python3", "-c", script], timeout=60)
+    assert result.exit_code == 0
+    assert result.stdout == "o" * (1 << 20)
+    assert result.stderr == "e" * (1 << 20)
+    big = sandbox_ec2.exec("head -c 3000000 /dev/zero | tr '\\0' x", timeout=60)
+    assert len(big.stdout) == 3_000_000
+
+
+def test_timeout_kills_the_process_group_and_the_sandbox_stays_usable(sandbox_ec2):
+    sb = sandbox_ec2
+    connection = sb.exec("echo $SSH_CONNECTION").stdout
+    with pytest.raises(StepTimeout, match=sb.instance_id):
+        sb.exec("sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait", timeout=2)
+    assert sb.rollout.steps[-1].exit_code is None
+    assert sb.exec("cat shell.pid child.pid | wc -l").stdout.strip() == "2"
+    alive = sb.exec(
+        'for p in $(cat shell.pid child.pid); do s=$(ps -o stat= -p "$p");'
+        ' case "$s" in ""|Z*) ;; *) echo "alive $p $s";; esac; done'
+    )
+    assert (alive.exit_code, alive.stdout) == (0, "")
+    assert sb.exec("echo ok").stdout == "ok\n"
+    sb.write_file("after.txt", "still usable")
+    assert sb.read_file("after.txt") == "still usable"
+    assert sb.exec("echo $SSH_CONNECTION").stdout == connection  # the same connection
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def test_files_are_byte_exact(sandbox_ec2):
+    sb = sandbox_ec2
+    payload = bytes(range(256)) * 4096 + os.urandom(3 << 20)
+    sb.write_file("deep/er/still/blob.bin", payload)
+    assert sb.read_file("deep/er/still/blob.bin", binary=True) == payload
+    digest = sb.exec("sha256sum deep/er/still/blob.bin").stdout.split()[0]
+    assert digest == hashlib.sha256(payload).hexdigest()
+    text = "naïve ✓ line\r\nno newline at end"
+    sb.write_file("text.txt", text)
+    assert sb.read_file("text.txt") == text
+    sb.write_file("text.txt", "abc")  # overwriting truncates
+    assert sb.read_file("text.txt", binary=True) == b"abc"
+    sb.write_file("empty", b"")
+    assert sb.read_file("empty", binary=True) == b""
+    outside = f"/tmp/rollout-tax-abs-{sb.instance_id}/x/y.txt"
+    sb.write_file(outside, "absolute")
+    assert sb.exec(["cat", outside]).stdout == "absolute"
+    with pytest.raises(FileNotFoundError):
+        sb.read_file("missing.txt")
+    assert [s.kind for s in sb.rollout.steps].count("read_file") == 5
+
+
+def test_write_recreates_a_directory_removed_behind_its_back(sandbox_ec2):
+    sb = sandbox_ec2
+    sb.write_file("gone/a.txt", "1")
+    sb.exec("rm -rf gone")
+    sb.write_file("gone/b.txt", "2")
+    assert sb.exec("cat gone/b.txt").stdout == "2"
+
+
+# -- one multiplexed connection per sandbox -------------------------------------------------------
+
+
+def test_every_step_of_a_sandbox_uses_one_connection(make_ec2):
+    substrate = make_ec2()
+    with substrate.start() as first, substrate.start() as second:
+        seen = set()
+        for i in range(5):
+            seen.add(first.exec("echo $SSH_CONNECTION").stdout)
+            first.write_file(f"f{i}", str(i))
+            first.read_file(f"f{i}")
+        assert len(seen) == 1
+        assert second.exec("echo $SSH_CONNECTION").stdout not in seen
+
+
+def test_a_dropped_connection_is_reopened(sandbox_ec2, sshd_target):
+    sb = sandbox_ec2
+    before = sb.exec("echo $SSH_CONNECTION").stdout
+    sshd_target.container.exec_run(["pkill", "-KILL", "-f", "sshd: root@notty"])
+    after = sb.exec("echo $SSH_CONNECTION")
+    assert after.exit_code == 0 and after.stdout != before
+    sb.write_file("x.txt", "ok")
+    assert sb.read_file("x.txt") == "ok"
+
+
+def test_a_changed_host_key_is_refused(make_ec2, docker_client, sshd_image, ec2_keys, tmp_path):
+    target = start_sshd(docker_client, sshd_image, ec2_keys["good"])
+    try:
+        known_hosts = tmp_path / "known_hosts"
+        substrate = make_ec2(connect=target.connect, known_hosts=str(known_hosts))
+        sb = substrate.start()
+        try:
+            line = known_hosts.read_text().splitlines()[0]
+            assert line.startswith(f"{sb.instance_id} ssh-")
+            assert sb.instance_id in substrate.host_keys
+            regenerate = "rm -f /etc/ssh/ssh_host_* && ssh-keygen -q -t ed25519 -N '' -f "
+            target.container.exec_run(["sh", "-c", regenerate + "/etc/ssh/ssh_host_ed25519_key"])
+            target.container.exec_run(["pkill", "-KILL", "-f", "sshd: root@notty"])
+            with pytest.raises(SSHError, match=r"host key of instance .* changed") as info:
+                sb.exec("true")
+            assert target.connect in str(info.value) and "refusing" in str(info.value)
+        finally:
+            sb.close()
+        # A new instance is a new host: its first key is accepted (and recorded).
+        with substrate.start() as fresh:
+            assert fresh.exec("echo hi").stdout == "hi\n"
+        assert len(known_hosts.read_text().splitlines()) == 2
+    finally:
+        target.container.remove(force=True)
+
+
+# -- cold start, tags, teardown, reaping ----------------------------------------------------------
+
+
+def test_cold_start_phases(make_ec2):
+    with make_ec2().start() as sb:
+        assert list(sb.rollout.phases) == PHASES
+        assert sb.rollout.cold_start_s == pytest.approx(sum(sb.rollout.phases.values()))
+    assert sb.rollout.teardown_s is not None and sb.rollout.trajectory_s is not None
+
+
+def test_instances_carry_ownership_and_user_tags(make_ec2, moto_server, ec2_world):
+    substrate = make_ec2(
+        tags='{"team": "rl", "rollout-tax.io/session": "spoofed"}', instance_type="t3.small"
+    )
+    with substrate.start() as sb:
+        (instance,) = instances(moto_server, **{"instance-id": sb.instance_id})
+        tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+        assert tags[SESSION_LABEL] == substrate.session_id
+        assert tags["team"] == "rl"
+        assert tags["Name"] == f"rollout-tax-{tags[ROLLOUT_LABEL]}"
+        assert instance["ImageId"] == ec2_world["ami"]
+        assert instance["InstanceType"] == "t3.small"
+        assert instance["KeyName"] == ec2_world["key_name"]
+        assert state(moto_server, sb.instance_id) == "running"
+    assert state(moto_server, sb.instance_id) in GONE
+    assert substrate.price_per_hour is None
+
+
+def test_reap_terminates_tagged_leftovers_only(make_ec2, moto_server, ec2_world):
+    client = ec2_client(moto_server.url)
+
+    def launch(tags: dict[str, str]) -> str:
+        spec = [
+            {"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}
+        ]
+        kwargs = {"TagSpecifications": spec} if tags else {}
+        response = client.run_instances(
+            ImageId=ec2_world["ami"], InstanceType="t3.micro", MinCount=1, MaxCount=1, **kwargs
+        )
+        return response["Instances"][0]["InstanceId"]
+
+    substrate = make_ec2()
+    crashed = [launch({SESSION_LABEL: "crashed-session"}) for _ in range(2)]
+    other = launch({SESSION_LABEL: "other-session"})
+    untagged = launch({})
+    try:
+        assert substrate.reap("crashed-session") == 2
+        assert {state(moto_server, i) for i in crashed} <= set(GONE)
+        assert state(moto_server, other) == "running"
+        assert substrate.reap("crashed-session") == 0
+        assert substrate.reap(None) >= 1
+        assert state(moto_server, other) in GONE
+        assert state(moto_server, untagged) == "running"
+    finally:
+        client.terminate_instances(InstanceIds=[untagged, other])
+
+
+def test_rollout_reap_option(pytester, ec2_opts, moto_server, ec2_world):
+    client = ec2_client(moto_server.url)
+    tags = [{"Key": SESSION_LABEL, "Value": "left-by-a-crash"}]
+    leftover = client.run_instances(
+        ImageId=ec2_world["ami"],
+        InstanceType="t3.micro",
+        MinCount=1,
+        MaxCount=1,
+        TagSpecifications=[{"ResourceType": "instance", "Tags": tags}],
+    )["Instances"][0]["InstanceId"]
+    result = pytester.runpytest("--rollout-reap", "--substrate=ec2", *substrate_opt_args(ec2_opts))
+    assert result.ret == 0
+    result.stdout.re_match_lines([r"rollout-tax: ec2: removed [1-9]\d* leftover sandbox\(es\)"])
+    assert state(moto_server, leftover) in GONE
+
+
+# -- errors ---------------------------------------------------------------------------------------
+
+
+def test_no_credentials_means_credentials_missing(ec2_aws_env, monkeypatch, ec2_opts):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name)
+    with pytest.raises(CredentialsMissing, match="no AWS credentials found"):
+        EC2Substrate(**ec2_opts)
+
+
+def test_no_region_is_a_config_error(ec2_aws_env, monkeypatch, ec2_opts):
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    with pytest.raises(ConfigError, match="no AWS region configured"):
+        EC2Substrate(**ec2_opts)
+    assert EC2Substrate(**ec2_opts, region="eu-west-1").region == "eu-west-1"
+
+
+def test_unreachable_endpoint_is_named(make_ec2):
+    url = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(SubstrateUnavailable) as info:
+        make_ec2(endpoint_url=url)
+    assert f"cannot reach the EC2 API at {url}" in str(info.value)
+
+
+def test_unknown_ami_and_instance_type(make_ec2, ec2_faults):
+    substrate = make_ec2(ami="ami-0000000000000dead")
+    with pytest.raises(ConfigError, match=r"ec2\.ami=ami-0000000000000dead: AMI not found"):
+        substrate.start()
+    substrate = make_ec2(instance_type="x9.nonexistent")
+    with pytest.raises(ConfigError, match=r"ec2\.instance_type=x9\.nonexistent: not available"):
+        substrate.start()
+    assert "TerminateInstances" not in ec2_faults.actions  # nothing was launched
+
+
+@pytest.mark.parametrize("action", ["RunInstances", "DescribeInstances"])
+def test_unauthorized_is_reported_once_naming_the_action(make_ec2, ec2_faults, action):
+    ec2_faults.fail(
+        action,
+        "UnauthorizedOperation",
+        "You are not authorized to perform this operation. Encoded authorization failure "
+        "message: ENCODEDBLOB123",
+        status=403,
+    )
+    with pytest.raises(SubstrateUnavailable) as info:
+        make_ec2()  # the DryRun pre-flight, before anything is launched
+    message = str(info.value)
+    assert f"not authorized to perform ec2:{action}" in message
+    assert "ENCODEDBLOB123" not in message
+    assert not any(a == "RunInstances" for a in ec2_faults.actions)  # no real launch
+
+
+def test_unauthorized_terminate_is_named_at_teardown(make_ec2, ec2_faults, moto_server):
+    substrate = make_ec2()
+    sb = substrate.start()
+    ec2_faults.fail("TerminateInstances", "UnauthorizedOperation", "denied", status=403)
+    with pytest.raises(
+        SubstrateUnavailable, match="not authorized to perform ec2:TerminateInstances"
+    ) as info:
+        sb.close()
+    assert "pytest --rollout-reap --substrate=ec2 removes it" in str(info.value)
+    assert state(moto_server, sb.instance_id) == "running"
+    ec2_faults.clear()
+    assert substrate.reap(substrate.session_id) == 1
+
+
+def test_failed_start_that_cannot_terminate_says_how_to_reap(make_ec2, ec2_faults, moto_server):
+    substrate = make_ec2(connect=f"127.0.0.1:{free_port()}", ready_timeout="0.5")
+    ec2_faults.fail("TerminateInstances", "UnauthorizedOperation", "denied", status=403)
+    with pytest.raises(SandboxStartError) as info:
+        substrate.start()
+    assert "could not terminate instance" in str(info.value)
+    assert "pytest --rollout-reap --substrate=ec2" in str(info.value)
+    ec2_faults.clear()
+    assert substrate.reap(substrate.session_id) == 1
+
+
+def test_insufficient_capacity(make_ec2, ec2_faults, moto_server):
+    substrate = make_ec2(instance_type="c7i.large")
+    before = live_tagged(moto_server)
+    ec2_faults.fail(
+        "RunInstances",
+        "InsufficientInstanceCapacity",
+        "We currently do not have sufficient c7i.large capacity in the Availability Zone "
+        "you requested (us-east-1a).",
+        status=500,
+        dry_run=False,
+    )
+    with pytest.raises(SandboxStartError) as info:
+        substrate.start()
+    message = str(info.value)
+    assert "insufficient capacity for c7i.large in us-east-1" in message
+    assert "(InsufficientInstanceCapacity)" in message and "us-east-1a" in message
+    assert live_tagged(moto_server) == before
+
+
+def test_instance_stuck_pending_is_terminated(make_ec2, ec2_faults, moto_server):
+    substrate = make_ec2(ready_timeout="0.5")
+    ec2_faults.rewrite("DescribeInstances", "<name>running</name>", "<name>pending</name>")
+    with pytest.raises(
+        SandboxStartError, match=r"was not running within 0\.5 s \(state pending\)"
+    ) as info:
+        substrate.start()
+    instance_id = str(info.value).split("instance ")[1].split()[0]
+    ec2_faults.clear()
+    assert "terminated" in str(info.value) and state(moto_server, instance_id) in GONE
+
+
+def test_instance_that_dies_while_starting(make_ec2, ec2_faults):
+    substrate = make_ec2()
+    ec2_faults.rewrite("DescribeInstances", "<name>running</name>", "<name>terminated</name>")
+    with pytest.raises(SandboxStartError, match="went terminated while starting"):
+        substrate.start()
+
+
+def test_ssh_never_ready_names_host_and_port_and_terminates(make_ec2, moto_server):
+    port = free_port()
+    substrate = make_ec2(connect=f"127.0.0.1:{port}", ready_timeout="2")
+    with pytest.raises(SandboxStartError) as info:
+        substrate.start()
+    message = str(info.value)
+    assert f"SSH on 127.0.0.1:{port}" in message and "not ready within 2 s" in message
+    assert "ConnectionRefusedError" in message
+    instance_id = message.split("(instance ")[1].split(")")[0]
+    assert f"instance {instance_id} terminated" in message
+    assert state(moto_server, instance_id) in GONE
+
+
+def test_ssh_authentication_failure(make_ec2, ec2_keys, ec2_faults, moto_server, sshd_target):
+    substrate = make_ec2(ssh_key=str(ec2_keys["wrong"].private))
+    with pytest.raises(SandboxStartError) as info:
+        substrate.start()
+    message = str(info.value)
+    assert f"SSH authentication as 'root' with key {ec2_keys['wrong'].private} failed" in message
+    assert f"on {sshd_target.connect}" in message
+    instance_id = message.split("(instance ")[1].split(")")[0]
+    assert state(moto_server, instance_id) in GONE
+    launches = ec2_faults.actions.count("RunInstances")
+    with pytest.raises(SandboxStartError, match="earlier in this session; not retried"):
+        substrate.start()
+    assert ec2_faults.actions.count("RunInstances") == launches  # no second paid launch
+
+
+def test_configuration_errors(make_ec2, tmp_path, ec2_keys):
+    with pytest.raises(ConfigError, match=r"ec2\.ssh_key=/no/such/key: no such file"):
+        make_ec2(ssh_key="/no/such/key")
+    public = tmp_path / "key.pub"
+    public.write_text(ec2_keys["good"].public)
+    with pytest.raises(ConfigError, match="not a private key"):
+        make_ec2(ssh_key=str(public))
+    with pytest.raises(ConfigError, match="connect="):
+        make_ec2(connect="host:notaport")
+    with pytest.raises(ConfigError, match="workdir"):
+        make_ec2(workdir="relative/dir")
+    no_ami = make_ec2(ami="")
+    with pytest.raises(ConfigError, match=r"ec2\.ami is not set"):
+        no_ami.start()
+    assert no_ami.reap("nothing-here") == 0  # reaping needs no AMI
+    assert make_ec2(price_per_hour="0.0416").price_per_hour == 0.0416
+
+
+def test_connect_values():
+    assert endpoint("public_ip") is None and endpoint("private_ip") is None
+    assert endpoint("10.0.0.5:2222") == ("10.0.0.5", 2222)
+    assert endpoint("bastion.example.com") == ("bastion.example.com", 22)
+    assert endpoint("[::1]:2222") == ("::1", 2222)
+    assert endpoint("[fe80::1]") == ("fe80::1", 22)
+    with pytest.raises(ValueError):
+        endpoint("host:0")
+
+
+# -- through pytest: the user's workload, skips, errors without tracebacks or secrets -------------
+
+WORKLOAD = textwrap.dedent(
+    """
+    import pytest
+
+    @pytest.mark.trajectory(steps=150, rounds=2)
+    def test_bugfix_loop(sandbox):
+        sandbox.write_file("calc.py", "def add(a, b):\\n    return a - b\\n")
+        r = sandbox.exec("python3 -c 'import calc; print(calc.add(2, 2))'")
+        assert r.exit_code == 0 and r.stdout.strip() == "0"
+        sandbox.write_file("calc.py", "def add(a, b):\\n    return a + b  # fixed\\n")
+        r = sandbox.exec("python3 -c 'import calc; print(calc.add(2, 2))'")
+        assert r.stdout.strip() == "4"
+
+    @pytest.mark.trajectory(steps=150)
+    def test_agent_loop(sandbox, rollout):
+        for i in range(20):
+            sandbox.write_file(f"notes/{i}.txt", f"step {i}")
+            assert sandbox.read_file(f"notes/{i}.txt") == f"step {i}"
+            assert sandbox.exec(["cat", f"notes/{i}.txt"]).stdout == f"step {i}"
+        assert len(rollout.steps) == 60
+    """
+)
+
+
+def test_user_workload_passes_on_ec2(pytester, ec2_opts, moto_server):
+    before = live_tagged(moto_server)
+    pytester.makepyfile(test_workload=WORKLOAD)
+    result = pytester.runpytest(
+        "--substrate=ec2",
+        *substrate_opt_args(ec2_opts),
+        "--rollout-probes=3",
+        "--rollout-json=report.json",
+    )
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*rollout tax*", "ec2 *3*"])
+    report = json.loads((pytester.path / "report.json").read_text())
+    ec2 = report["substrates"]["ec2"]
+    assert (ec2["rollouts"], ec2["failures"]) == (3, 0)
+    assert list(ec2["phases"]) == PHASES
+    assert ec2["action"]["n"] == 9
+    assert all(len(r["action_probes_s"]) == 3 for r in report["rollouts"])
+    assert live_tagged(moto_server) == before  # every instance terminated
+
+
+def test_example_suite_passes_on_ec2(pytester, ec2_opts, moto_server):
+    before = live_tagged(moto_server)
+    for path in sorted((REPO / "example_suite").glob("test_*.py")):
+        pytester.makepyfile(**{path.stem: path.read_text()})
+    result = pytester.runpytest(
+        "--substrate=ec2", *substrate_opt_args(ec2_opts), "--rollout-json=report.json"
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 2 and set(outcomes) <= {"passed"}, outcomes
+    report = json.loads((pytester.path / "report.json").read_text())
+    ec2 = report["substrates"]["ec2"]
+    assert (ec2["rollouts"], ec2["failures"]) == (outcomes["passed"], 0)
+    assert live_tagged(moto_server) == before
+
+
+def test_rollouts_skip_without_credentials(pytester, ec2_opts, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name)
+    pytester.makepyfile(test_workload=WORKLOAD)
+    result = pytester.runpytest("--substrate=ec2", *substrate_opt_args(ec2_opts), "-rs")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["*SKIPPED*ec2: no AWS credentials found*"])
+
+
+def test_errors_carry_no_traceback_and_no_secret(pytester, ec2_opts, ec2_faults):
+    pytester.makepyfile(test_workload=WORKLOAD)
+    args = ["--substrate=ec2", *substrate_opt_args(ec2_opts), "--rollout-json=report.json"]
+    ok = pytester.runpytest(*args, "-k", "agent_loop")
+    ok.assert_outcomes(passed=1)
+    ec2_faults.fail("RunInstances", "UnauthorizedOperation", "denied", status=403)
+    failed = pytester.runpytest_subprocess(*args[:-1], "--rollout-json=failed.json")
+    failed.assert_outcomes(errors=3)
+    failed.stdout.fnmatch_lines(["*ec2: not authorized to perform ec2:RunInstances*"])
+    assert "Traceback" not in failed.stdout.str() + failed.stderr.str()
+    outputs = [ok.stdout.str(), ok.stderr.str(), failed.stdout.str(), failed.stderr.str()]
+    outputs += [(pytester.path / name).read_text() for name in ("report.json", "failed.json")]
+    for secret in SECRETS:
+        assert all(secret not in text for text in outputs)
+    options = EC2Substrate(**ec2_opts | {"ami": "", "user_data": "password=hunter2"}).options
+    assert "hunter2" not in repr(options)
+
+
+def test_price_per_hour_puts_dollars_next_to_worker_hours(pytester, ec2_opts):
+    pytester.makepyfile(test_workload=WORKLOAD)
+    result = pytester.runpytest(
+        "--substrate=ec2",
+        *substrate_opt_args(ec2_opts | {"price_per_hour": "0.0416"}),
+        "--rollout-json=report.json",
+        "-k",
+        "agent_loop",
+    )
+    result.assert_outcomes(passed=1)
+    ec2 = json.loads((pytester.path / "report.json").read_text())["substrates"]["ec2"]
+    assert ec2["price_per_hour"] == 0.0416
+    assert ec2["cost_usd"] == pytest.approx(ec2["worker_hours"] * 0.0416)
+    result.stdout.fnmatch_lines(["*worker*", "*$*", "ec2 *$*"])
+
+
+def test_missing_sdk_names_the_extra(monkeypatch):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, "paramiko", None)
+    monkeypatch.delitem(sys.modules, "pytest_rollout_tax.substrates.ec2")
+    with pytest.raises(SubstrateUnavailable, match=r"pip install 'pytest-rollout-tax\[aws\]'"):
+        importlib.import_module("pytest_rollout_tax.substrates.ec2")
+
+
+def test_a_teardown_error_is_one_line_and_fails_the_rollout(pytester, ec2_opts, ec2_faults):
+    pytester.makepyfile(test_w="def test_a(sandbox):\n    sandbox.exec('true')\n")
+    ec2_faults.fail("TerminateInstances", "UnauthorizedOperation", "denied", status=403)
+    try:
+        result = pytester.runpytest("--substrate=ec2", *substrate_opt_args(ec2_opts))
+    finally:
+        ec2_faults.clear()
+    assert "Traceback" not in result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ec2: teardown: ec2: not authorized to perform ec2:TerminateInstances*"]
+    )
+
+
+def test_an_xdist_worker_that_finishes_first_leaves_the_others_sandboxes_alone(
+    pytester, ec2_opts, moto_server
+):
+    """Workers share one session id; only the controller may reap the session."""
+    pytester.makepyfile(
+        test_w=textwrap.dedent(
+            f"""
+            import time, boto3
+
+            def test_fast(sandbox):
+                sandbox.exec("true")
+
+            def test_slow(sandbox):
+                time.sleep(3)  # outlive the other worker's session (ordering, not a timing check)
+                client = boto3.client("ec2", endpoint_url="{moto_server.url}")
+                found = client.describe_instances(InstanceIds=[sandbox.instance_id])
+                assert found["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
+            """
+        )
+    )
+    result = pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--substrate=ec2", *substrate_opt_args(ec2_opts)
+    )
+    result.assert_outcomes(passed=2)
