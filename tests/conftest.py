@@ -16,6 +16,7 @@ from support.ec2_moto import (
     sshd_image,
     sshd_target,
 )
+from support.k8s_api import k8s_api, k8s_kubeconfig
 
 __all__ = [
     "docker_client",
@@ -27,6 +28,8 @@ __all__ = [
     "ec2_opts",
     "ec2_proxy",
     "ec2_world",
+    "k8s_api",
+    "k8s_kubeconfig",
     "make_ec2",
     "moto_server",
     "sandbox_image",
