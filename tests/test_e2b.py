@@ -72,7 +72,7 @@ class TestSandboxContract:
     def test_cold_start_is_create_then_first_exec(self, sb: E2BSandbox) -> None:
         assert list(sb.rollout.phases) == ["create", "first_exec"]
         assert sb.rollout.cold_start_s == pytest.approx(sum(sb.rollout.phases.values()))
-        assert sb.exec("pwd").stdout == "/home/user\n"
+        assert sb.exec("pwd").stdout == "/home/user/workspace\n"
 
     def test_sandboxes_carry_the_ownership_labels_as_metadata(
         self, e2b_substrate: E2BSubstrate, sb: E2BSandbox
@@ -99,8 +99,8 @@ class TestSandboxContract:
     def test_env_and_cwd_reach_the_command(self, sb: E2BSandbox) -> None:
         sb.write_file("pkg/sub/mod.py", "x = 1\n")
         result = sb.exec('pwd; echo "$FOO"', env={"FOO": "bar baz"}, cwd="pkg/sub")
-        assert result.stdout == "/home/user/pkg/sub\nbar baz\n"
-        assert sb.exec(["ls"], cwd="/home/user/pkg").stdout == "sub\n"
+        assert result.stdout == "/home/user/workspace/pkg/sub\nbar baz\n"
+        assert sb.exec(["ls"], cwd="/home/user/workspace/pkg").stdout == "sub\n"
 
     def test_a_missing_cwd_is_exit_127_not_an_error(self, sb: E2BSandbox) -> None:
         result = sb.exec("true", cwd="no/such/dir")
@@ -119,7 +119,7 @@ class TestSandboxContract:
         assert sb.exec("wc -c < deep/er/still/blob.bin").stdout.strip() == str(len(blob))
         assert sb.exec("touch deep/er/still/new && echo writable").stdout == "writable\n"
         sb.write_file("uni.txt", b"\x00\xff")
-        assert sb.read_file("/home/user/uni.txt", binary=True) == b"\x00\xff"
+        assert sb.read_file("/home/user/workspace/uni.txt", binary=True) == b"\x00\xff"
         assert [s.kind for s in sb.rollout.steps].count("read_file") == 3
 
     def test_reading_a_missing_file_raises_file_not_found(self, sb: E2BSandbox) -> None:
@@ -298,7 +298,9 @@ def test_a_command_timing_out_before_it_reported_its_pid_is_still_killed(
 def test_reading_a_directory_is_an_os_error_of_the_workload(e2b_env: StandInE2B) -> None:
     with E2BSubstrate().start() as sb:
         sb.exec("mkdir -p adir")
-        with pytest.raises(OSError, match=r"cannot read /home/user/adir: .*is a directory"):
+        with pytest.raises(
+            OSError, match=r"cannot read /home/user/workspace/adir: .*is a directory"
+        ):
             sb.read_file("adir")
         assert sb.exec("true").ok
 

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support.workloads import readme_workload
 
 VARIANTS = """
 [tool.rollout-tax.substrates.local-b]
@@ -287,13 +288,6 @@ def test_xdist_workers_hand_their_rollouts_to_the_controller(suite):
     assert rollout_keys(parallel_report) == rollout_keys(serial_report)
     for name in ("local", "local-b"):
         assert parallel_report["substrates"][name]["rollouts"] == 2
-
-
-def readme_workload() -> str:
-    """The workload the README documents, exactly as a user would copy it."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    block = readme.split("<!-- user-workload -->", 1)[1]
-    return block.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])

@@ -73,8 +73,8 @@ class E2BOptions:
     domain: str | None = None
     #: Seconds an API or envd request may take (default: the SDK's, 60 s).
     request_timeout: float | None = None
-    #: The absolute directory relative paths and commands start in (the template user's home).
-    workdir: str = "/home/user"
+    #: The absolute directory relative paths and commands start in; made empty at cold start.
+    workdir: str = "/home/user/workspace"
 
     def check(self) -> None:
         if not self.template.strip():
@@ -222,8 +222,22 @@ class E2BSubstrate(Substrate):
             )
         except Exception as exc:
             raise self.error(exc, "creating a sandbox") from None
+        sandbox = E2BSandbox(sdk=sdk, substrate=self, workdir=self.options.workdir, rollout=rollout)
+        try:  # every sandbox starts in an empty workdir, not in the template user's dotfiles
+            made = sandbox._run(
+                ["mkdir", "-p", "--", sandbox.workdir], timeout=None, env=None, cwd="/"
+            )
+        except RolloutTaxError:
+            sandbox.close()
+            raise
+        if made.exit_code != 0:
+            sandbox.close()
+            raise SandboxStartError(
+                f"{self.name}: cannot make the workdir {sandbox.workdir} "
+                f"({self.name}.workdir): {made.stderr.decode('utf-8', 'replace').strip()[:120]}"
+            )
         clock.mark("create")
-        return E2BSandbox(sdk=sdk, substrate=self, workdir=self.options.workdir, rollout=rollout)
+        return sandbox
 
     def list_sandboxes(self, session_id: str | None = None) -> list[SandboxInfo]:
         """Sandboxes labelled by ``session_id`` (by any session if None), running or paused."""

@@ -1,0 +1,42 @@
+"""The example suite and the README's workload, unchanged, on every substrate.
+
+docker runs on the real engine; k8s, e2b and ec2 run through their official SDKs against the
+local stand-ins of tests/support (their timings are not those of the real services).
+"""
+
+import json
+
+import pytest
+from support.ec2_moto import substrate_opt_args
+from support.workloads import example_modules, readme_workload
+
+SUBSTRATES = ["local", "docker", "k8s", "e2b", "ec2"]
+
+
+@pytest.fixture(params=SUBSTRATES)
+def substrate_args(request) -> list[str]:
+    """Command-line arguments that select one substrate, configured for its stand-in."""
+    name = request.param
+    if name == "docker":
+        request.getfixturevalue("sandbox_image")
+    elif name == "k8s":
+        kubeconfig = request.getfixturevalue("k8s_kubeconfig")
+        return ["--substrate=k8s", f"--substrate-opt=k8s.kubeconfig={kubeconfig}"]
+    elif name == "e2b":
+        request.getfixturevalue("e2b_env")
+    elif name == "ec2":
+        return ["--substrate=ec2", *substrate_opt_args(request.getfixturevalue("ec2_opts"))]
+    return [f"--substrate={name}"]
+
+
+def test_the_example_suite_and_the_readme_workload_pass(pytester, substrate_args):
+    pytester.makepyfile(**example_modules(), test_readme=readme_workload())
+    result = pytester.runpytest(*substrate_args, "--rollout-rounds=1", "--rollout-json=r.json")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*= rollout tax =*"])
+    report = json.loads((pytester.path / "r.json").read_text())
+    (summary,) = report["substrates"].values()
+    assert (summary["rollouts"], summary["failures"]) == (4, 0)
+    steps = {r["test"].split("::")[-1]: len(r["steps"]) for r in report["rollouts"]}
+    assert steps["test_agent_loop[" + report["rollouts"][0]["substrate"] + "-1]"] == 150
+    assert all(r["cold_start_s"] and r["teardown_s"] for r in report["rollouts"])
