@@ -22,28 +22,15 @@ import platform
 import statistics
 import sys
 import time
-from collections.abc import Callable
 
 import docker
+from sampling import interleaved
 
 from pytest_rollout_tax.registry import get_substrate
 from pytest_rollout_tax.sandbox import SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates.docker import DEFAULT_IMAGE, KEEPALIVE, OWNER_LABEL
 
 TARGET = 1.10
-
-
-def interleaved(n: int, first: Callable[[], float], second: Callable[[], float]):
-    """``n`` samples of each, in ABBA order; returns the two lists of seconds."""
-    a, b = [], []
-    for i in range(n):
-        if i % 2 == 0:
-            a.append(first())
-            b.append(second())
-        else:
-            b.append(second())
-            a.append(first())
-    return a, b
 
 
 def main(argv: list[str] | None = None) -> int:

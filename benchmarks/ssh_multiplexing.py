@@ -25,7 +25,6 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import docker
@@ -33,6 +32,7 @@ import paramiko
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from sampling import interleaved
 from support.ec2_moto import ensure_sshd_image, generate_key, start_sshd
 
 from pytest_rollout_tax.sandbox import NOOP, shell_command
@@ -40,19 +40,6 @@ from pytest_rollout_tax.stats import Stats
 from pytest_rollout_tax.substrates.ec2 import SSHConnection
 
 WORKDIR = "/tmp"
-
-
-def interleaved(n: int, first: Callable[[], float], second: Callable[[], float]):
-    """``n`` samples of each, in ABBA order; returns the two lists of seconds."""
-    a, b = [], []
-    for i in range(n):
-        if i % 2 == 0:
-            a.append(first())
-            b.append(second())
-        else:
-            b.append(second())
-            a.append(first())
-    return a, b
 
 
 def main(argv: list[str] | None = None) -> int:
