@@ -31,7 +31,6 @@ MARKER = (
     "substrate; timeout: default seconds per step; substrates: names it may run on."
 )
 
-plugin_key = pytest.StashKey["RolloutTaxPlugin"]()
 rollout_key = pytest.StashKey[Rollout]()
 
 
@@ -229,7 +228,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except RolloutTaxError as exc:
         raise pytest.UsageError(str(exc)) from None
     plugin = RolloutTaxPlugin(config, settings, pool)
-    config.stash[plugin_key] = plugin
     config.pluginmanager.register(plugin, "rollout-tax")
     if config.pluginmanager.hasplugin("xdist") and workerinput is None:
         config.pluginmanager.register(XdistController(plugin), "rollout-tax-xdist")
@@ -318,15 +316,19 @@ class RolloutTaxPlugin:
         )
         request.node.stash[rollout_key] = rollout
         self.rollouts.append(rollout)
+        sandbox = None
         try:
             sandbox = self.pool.get(target.substrate).start(
                 rollout, timeout=target.trajectory.timeout
             )
+            sandbox.probe(self.settings.probes)
         except RolloutTaxError as exc:
             error = exc
         else:
             error = None
         if error is not None:  # outside the except block: no chained traceback in the report
+            if sandbox is not None:  # started, but its probes failed
+                _close_quietly(sandbox)
             if isinstance(error, CredentialsMissing):
                 del request.node.stash[rollout_key]
                 self.rollouts.remove(rollout)
@@ -334,7 +336,6 @@ class RolloutTaxPlugin:
                 rollout.fail(failure_reason(error))
             _skip_or_fail(error)
         try:
-            sandbox.probe(self.settings.probes)
             yield sandbox
         finally:
             teardown_error = _close_quietly(sandbox)

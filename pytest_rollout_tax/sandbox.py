@@ -7,6 +7,7 @@ paths, time each call and record it in the sandbox's :class:`~pytest_rollout_tax
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import shlex
 import time
@@ -91,6 +92,9 @@ class Sandbox(ABC):
     @abstractmethod
     def _destroy(self) -> None:
         """Delete the environment and return once it is gone."""
+
+    def _after_cold_start(self) -> None:  # noqa: B027 - an optional hook
+        """Called once the cold start is measured, untimed: for lookups that must not slow it."""
 
     # -- the public API --------------------------------------------------------------------
 
@@ -231,11 +235,13 @@ class Substrate(ABC):
                     f"{self.name}: the first no-op exec exited {first.exit_code}: "
                     f"{first.stderr.decode('utf-8', 'replace').strip()[:200]}"
                 )
+            clock.mark("first_exec")
+            rollout.cold_start_s = clock.cold_start()
+            sandbox._after_cold_start()
         except BaseException:
-            sandbox.close()
+            with contextlib.suppress(Exception):  # the start error is the one to report
+                sandbox.close()
             raise
-        clock.mark("first_exec")
-        rollout.cold_start_s = clock.cold_start()
         return sandbox
 
     def reap(self, session_id: str | None = None) -> int:

@@ -322,3 +322,46 @@ def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester
     assert outcomes == [("test_first[local-1]", "passed"), ("test_second[local-1]", "interrupted")]
     assert all(r["teardown_s"] is not None for r in report_of(pytester)["rollouts"])
     assert not Path((pytester.path / "workdir.txt").read_text()).exists()
+
+
+FLAKY_SUBSTRATE = """
+from pytest_rollout_tax.errors import SandboxError
+from pytest_rollout_tax.hookspecs import hookimpl
+from pytest_rollout_tax.substrates.local import LocalSandbox, LocalSubstrate
+
+class FlakySandbox(LocalSandbox):
+    runs = 0
+
+    def _run(self, argv, **kwargs):
+        FlakySandbox.runs += 1
+        if FlakySandbox.runs == 2:  # the first probe, right after the cold start
+            raise SandboxError("flaky: the sandbox went away")
+        return super()._run(argv, **kwargs)
+
+class FlakySubstrate(LocalSubstrate):
+    kind = "flaky"
+
+    def _create(self, **kwargs):
+        local = super()._create(**kwargs)
+        return FlakySandbox(workdir=local.workdir, rollout=local.rollout, base_env=local._base_env)
+
+@hookimpl
+def rollout_tax_substrates():
+    return {"flaky": FlakySubstrate}
+"""
+
+
+def test_a_sandbox_lost_during_its_probes_fails_in_one_line_and_is_deleted(pytester, monkeypatch):
+    pytester.makepyfile(flaky_substrate=FLAKY_SUBSTRATE)
+    dist = pytester.mkdir("flaky_substrate-1.0.dist-info")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flaky-substrate\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rollout_tax]\nflaky = flaky_substrate\n")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    pytester.makepyfile(test_w="def test_w(sandbox):\n    pass\n")
+    result = pytester.runpytest("--substrate=flaky", "--rollout-json=report.json")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["flaky: the sandbox went away", "*= rollout tax =*"])
+    assert "Traceback" not in result.stdout.str()
+    (rollout,) = report_of(pytester)["rollouts"]
+    assert rollout["error"] == "SandboxError: flaky: the sandbox went away"
+    assert rollout["outcome"] == "error" and rollout["teardown_s"] is not None
