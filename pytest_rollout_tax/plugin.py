@@ -3,6 +3,7 @@ substrates and rounds, the xdist hand-off and the terminal summary. No substrate
 
 from __future__ import annotations
 
+import math
 import signal
 import sys
 from collections.abc import Iterator
@@ -18,12 +19,12 @@ from .machine import commit_info, machine_info
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
-from .report import render_summary, write_json
+from .report import check_json_path, render_summary, write_json
 from .sandbox import Sandbox, Substrate, new_id
 from .session import SubstratePool
 from .summary import build_report
 
-WORKEROUTPUT_KEY = "rollout_tax_rollouts"
+REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
@@ -102,6 +103,8 @@ def _number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any
         number = kind(value)
     except (TypeError, ValueError):
         raise pytest.UsageError(f"{flag}={value!r}: expected a number") from None
+    if not math.isfinite(number):
+        raise pytest.UsageError(f"{flag}={value!r}: expected a finite number")
     if number < minimum:
         raise pytest.UsageError(f"{flag}={value!r}: must be at least {minimum}")
     return number
@@ -112,8 +115,9 @@ class Settings:
     """Every rollout-tax option, parsed and checked."""
 
     specs: dict[str, SubstrateSpec]
+    #: Rounds for markers without ``rounds``; they override the markers when given on the CLI.
     rounds: int
-    rounds_override: int | None
+    rounds_from_cli: bool
     probes: int
     scale: Scale
     json_path: str | None
@@ -125,6 +129,9 @@ class Settings:
             selected = split_names(_option(config, "--substrate"))
             tables = pyproject_tables(config.rootpath / "pyproject.toml")
             specs = resolve(selected, _option(config, "--substrate-opt"), tables, registry.names())
+            json_path = _option(config, "--rollout-json")
+            if json_path:
+                check_json_path(json_path)
             think = _number(config, "--rollout-think-time", float, 0)
             scale = Scale.parse(str(_option(config, "--rollout-project")), think)
             gate = compare.Gate.from_options(
@@ -140,12 +147,10 @@ class Settings:
         return cls(
             specs={spec.name: spec for spec in specs},
             rounds=_number(config, "--rollout-rounds", int, 1),
-            rounds_override=_number(config, "--rollout-rounds", int, 1)
-            if config.getoption("rollout_rounds") is not None
-            else None,
+            rounds_from_cli=config.getoption("rollout_rounds") is not None,
             probes=_number(config, "--rollout-probes", int, 0),
             scale=scale,
-            json_path=_option(config, "--rollout-json"),
+            json_path=json_path,
             gate=gate,
         )
 
@@ -263,7 +268,8 @@ class RolloutTaxPlugin:
         self.config = config
         self.settings = settings
         self.pool = pool
-        self.rollouts: list[Rollout] = []
+        self.rollouts: list[Rollout] = []  # finished, from teardown reports (this or a worker's)
+        self.running: list[Rollout] = []  # started in this process, not yet torn down
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
@@ -285,7 +291,10 @@ class RolloutTaxPlugin:
             for name in self.settings.specs
             if trajectory.substrates is None or name in trajectory.substrates
         ]
-        rounds = self.settings.rounds_override or trajectory.rounds or self.settings.rounds
+        if self.settings.rounds_from_cli or trajectory.rounds is None:
+            rounds = self.settings.rounds
+        else:
+            rounds = trajectory.rounds
         targets = [Target(name, r, trajectory) for name in names for r in range(1, rounds + 1)]
         metafunc.parametrize(
             "_rollout_target", targets, ids=[t.id for t in targets], indirect=True, scope="function"
@@ -296,26 +305,21 @@ class RolloutTaxPlugin:
         return request.param
 
     @pytest.fixture
-    def substrate(self, _rollout_target: Target) -> Substrate:
+    def substrate(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Substrate:
         """The Substrate the current rollout runs on."""
         try:
             return self.pool.get(_rollout_target.substrate)
         except RolloutTaxError as exc:
             error = exc
+        if "sandbox" in request.fixturenames and not isinstance(error, CredentialsMissing):
+            self._begin_rollout(request, _rollout_target).fail(failure_reason(error))
         _skip_or_fail(error)
 
     @pytest.fixture
     def sandbox(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Iterator[Sandbox]:
         """A fresh sandbox for this rollout, on the current substrate; deleted afterwards."""
         target = _rollout_target
-        rollout = Rollout(
-            test=request.node.nodeid,
-            substrate=target.substrate,
-            round=target.round,
-            planned_steps=target.trajectory.steps,
-        )
-        request.node.stash[rollout_key] = rollout
-        self.rollouts.append(rollout)
+        rollout = self._begin_rollout(request, target)
         sandbox = None
         try:
             sandbox = self.pool.get(target.substrate).start(
@@ -331,7 +335,7 @@ class RolloutTaxPlugin:
                 _close_quietly(sandbox)
             if isinstance(error, CredentialsMissing):
                 del request.node.stash[rollout_key]
-                self.rollouts.remove(rollout)
+                self.running.remove(rollout)
             else:
                 rollout.fail(failure_reason(error))
             _skip_or_fail(error)
@@ -342,6 +346,18 @@ class RolloutTaxPlugin:
         if teardown_error is not None:  # one line, no traceback, counted as the rollout's failure
             rollout.fail(failure_reason(teardown_error))
             pytest.fail(f"{target.substrate}: teardown: {teardown_error}", pytrace=False)
+
+    def _begin_rollout(self, request: pytest.FixtureRequest, target: Target) -> Rollout:
+        """A new record for this test's rollout, finished by its teardown report."""
+        rollout = Rollout(
+            test=request.node.nodeid,
+            substrate=target.substrate,
+            round=target.round,
+            planned_steps=target.trajectory.steps,
+        )
+        request.node.stash[rollout_key] = rollout
+        self.running.append(rollout)
+        return rollout
 
     @pytest.fixture
     def rollout(self, sandbox: Sandbox) -> Rollout:
@@ -362,8 +378,17 @@ class RolloutTaxPlugin:
             rollout.outcome = (
                 "error" if report.when == "setup" and report.failed else report.outcome
             )
-        elif report.when == "teardown" and report.failed and rollout.outcome == "passed":
-            rollout.outcome = "error"
+        elif report.when == "teardown":
+            if report.failed and rollout.outcome == "passed":
+                rollout.outcome = "error"
+            setattr(report, REPORT_ATTRIBUTE, rollout.to_dict())
+            self.running.remove(rollout)
+            del item.stash[rollout_key]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, REPORT_ATTRIBUTE, None)
+        if record is not None and not self.is_worker:
+            self.rollouts.append(Rollout.from_dict(record))
 
     # -- the end of the session ------------------------------------------------------------
 
@@ -377,13 +402,10 @@ class RolloutTaxPlugin:
             # the sandboxes other workers still use (XdistController reaps after a crash).
             self.pool.reap_session()
         self.pool.close()
-        for rollout in self.rollouts:
-            if rollout.outcome == "pending":
-                rollout.outcome = "interrupted"
-        if self.is_worker:
-            self.config.workeroutput[WORKEROUTPUT_KEY] = [r.to_dict() for r in self.rollouts]
-            return
-        if not self.rollouts:
+        for rollout in self.running:  # the session was interrupted while these ran
+            rollout.outcome = "interrupted"
+        self.rollouts += self.running
+        if self.is_worker or not self.rollouts:
             return
         report = build_report(
             self.rollouts,
@@ -394,8 +416,12 @@ class RolloutTaxPlugin:
         )
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
-            path = write_json(self.settings.json_path, report)
-            self.summary_lines.append(f"report written to {path}")
+            try:
+                path = write_json(self.settings.json_path, report)
+            except OSError as exc:
+                self.summary_lines.append(f"rollout-tax: error: cannot write {exc.filename}: {exc}")
+            else:
+                self.summary_lines.append(f"report written to {path}")
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         verdict = self.settings.gate.finish(report, save=not interrupted)
         self.summary_lines += verdict.summary
@@ -420,7 +446,11 @@ class RolloutTaxPlugin:
 
 
 class XdistController:
-    """Controller-side xdist hooks: hand the session id out, take the workers' records in."""
+    """Controller-side xdist hooks: hand the session id out, reap after a crashed worker.
+
+    The workers' records arrive with their teardown reports (``pytest_runtest_logreport``), so
+    a worker that crashes loses only the rollout it was running.
+    """
 
     def __init__(self, plugin: RolloutTaxPlugin) -> None:
         self.plugin = plugin
@@ -430,11 +460,7 @@ class XdistController:
         node.workerinput[WORKERINPUT_KEY] = self.plugin.pool.session_id
 
     def pytest_testnodedown(self, node, error) -> None:
-        output = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
-        if output is None:
-            self.crashed = True
-            return
-        self.plugin.rollouts.extend(Rollout.from_dict(item) for item in output)
+        self.crashed = self.crashed or error is not None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:

@@ -26,13 +26,13 @@ class Scale:
             steps = int(match.group(2)) if match and match.group(2) else None
         except ValueError:
             rollouts, steps = -1.0, None
-        if rollouts < 1 or rollouts != int(rollouts) or steps == 0:
+        if not 1 <= rollouts < 1e15 or rollouts != int(rollouts) or steps == 0:
             raise ValueError(
                 f"--rollout-project={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
                 "with positive integers, e.g. 1000000x150"
             )
-        if think_time_s < 0:
-            raise ValueError(f"--rollout-think-time={think_time_s!r}: must be >= 0 seconds")
+        if not 0 <= think_time_s < float("inf"):
+            raise ValueError(f"--rollout-think-time={think_time_s!r}: expected seconds >= 0")
         return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
 
 

@@ -8,9 +8,8 @@ from typing import Literal
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
-#: Outcomes of a rollout: its test passed, failed, errored (in setup: the sandbox never became
-#: ready), was skipped, or the session was interrupted (Ctrl-C) while it ran.
-OUTCOMES = ("passed", "failed", "error", "skipped", "interrupted")
+#: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
+#: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
 
 

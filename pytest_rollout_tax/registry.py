@@ -36,9 +36,6 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
-
     def load(self, name: str) -> type[Substrate]:
         """The Substrate class registered as ``name``."""
         if name not in self._entries:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from .errors import ConfigError
 from .stats import MIN_SAMPLES_FOR_P95
 
 #: The summary fits a terminal this wide.
@@ -32,11 +33,11 @@ def seconds(value: float | None) -> str:
     """A duration in the unit that reads best: ``850us``, ``12.3ms``, ``1.24s``, ``2m05s``."""
     if value is None:
         return "-"
-    if value < 1e-3:
+    if value < 0.9995e-3:  # below what rounds to 1.00ms
         return f"{value * 1e6:.0f}us"
-    if value < 1:
+    if value < 0.9995:
         return f"{value * 1e3:.3g}ms"
-    if value < 120:
+    if value < 119.5:
         return f"{value:.3g}s"
     minutes, rest = divmod(round(value), 60)
     return f"{minutes}m{rest:02d}s"
@@ -48,10 +49,6 @@ def hours(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
-def dollars(value: float | None) -> str:
-    return "-" if value is None else f"${value:,.0f}"
-
-
 def ratio(value: float) -> str:
     return f"{value:.2f}x" if value < 10 else f"{value:,.0f}x"
 
@@ -60,36 +57,33 @@ def render_summary(report: dict) -> list[str]:
     """The lines of the end-of-session summary: one table row per substrate, then notes."""
     projection = report["projection"]
     think = projection["think_time_s"]
-    lines = [
+    headline = (
         f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
         + (f" with {seconds(think)} think time per step" if think else "")
         + "; tax = substrate overhead only"
-    ]
+    )
+    lines = textwrap.wrap(headline, width=WIDTH)
     notes = []
     rows = []
-    # A cost column only when some substrate knows its price (ec2.price_per_hour).
-    priced = any(sub.get("cost_usd") is not None for sub in report["substrates"].values())
-    headers = HEADERS + (("worker\n$",) if priced else ())
     for name, sub in report["substrates"].items():
-        row = [
-            name,
-            sub["rollouts"],
-            sub["failures"],
-            _pair(sub["cold_start"]),
-            _pair(sub["action"]),
-            _stat(sub["step"], "p50"),
-            _stat(sub["teardown"], "p50"),
-            hours(sub["worker_hours"]),
-            hours(sub["tax_hours"]),
-        ]
-        if priced:
-            row.append(dollars(sub.get("cost_usd")))
-        rows.append(row)
+        rows.append(
+            [
+                name,
+                sub["rollouts"],
+                sub["failures"],
+                _pair(sub["cold_start"]),
+                _pair(sub["action"]),
+                _stat(sub["step"], "p50"),
+                _stat(sub["teardown"], "p50"),
+                hours(sub["worker_hours"]),
+                hours(sub["tax_hours"]),
+            ]
+        )
     lines += tabulate(
         rows,
-        headers=headers,
+        headers=HEADERS,
         tablefmt="simple",
-        colalign=("left",) + ("right",) * (len(headers) - 1),
+        colalign=("left",) + ("right",) * (len(HEADERS) - 1),
     ).splitlines()
     spread = report["spread"]
     if spread:
@@ -99,6 +93,11 @@ def render_summary(report: dict) -> list[str]:
             f"worker-hours {ratio(spread['worker_hours'])}"
         )
     for name, sub in report["substrates"].items():
+        if sub.get("cost_usd") is not None:  # the substrate knows its price (ec2.price_per_hour)
+            notes.append(
+                f"{name}: the projected worker-hours cost ${sub['cost_usd']:,.0f} "
+                f"at ${sub['price_per_hour']:g} per sandbox-hour"
+            )
         if sub["failures"]:
             reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
             success = 1 - sub["failures"] / sub["rollouts"]
@@ -120,6 +119,22 @@ def _pair(stats: dict | None) -> str:
 
 def _stat(stats: dict | None, name: str) -> str:
     return seconds(stats[name]) if stats else "-"
+
+
+def check_json_path(path: str | os.PathLike[str]) -> Path:
+    """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(
+            f"--rollout-json={path}: cannot create its directory: {exc.strerror}"
+        ) from None
+    if target.is_dir():
+        raise ConfigError(f"--rollout-json={path}: is a directory; name a file")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--rollout-json={path}: its directory is not writable")
+    return target
 
 
 def write_json(path: str | os.PathLike[str], data: dict) -> Path:

@@ -13,11 +13,11 @@ import shlex
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .errors import RolloutTaxError, SandboxStartError
+from .errors import RolloutTaxError, SandboxError, SandboxStartError
 from .options import parse_options
 from .record import PhaseClock, Rollout, Step, StepKind
 
@@ -150,8 +150,12 @@ class Sandbox(ABC):
         samples = []
         for _ in range(count):
             started = time.perf_counter()
-            self._run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+            result = self._run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
             samples.append(time.perf_counter() - started)
+            if result.exit_code != 0:
+                raise SandboxError(
+                    f"the no-op probe exited {result.exit_code}: {_first_line(result)}"
+                )
         self.rollout.action_probes_s.extend(samples)
         return samples
 
@@ -177,22 +181,20 @@ class Sandbox(ABC):
     def _record(self, kind: StepKind, wall_s: float, exit_code: int | None = None) -> None:
         self.rollout.steps.append(Step(kind=kind, wall_s=wall_s, exit_code=exit_code))
 
-    def _step(self, kind: StepKind) -> _TimedStep:
-        return _TimedStep(self, kind)
+    @contextlib.contextmanager
+    def _step(self, kind: StepKind) -> Iterator[None]:
+        """Record one file step, whether it succeeds or raises."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._record(kind, time.perf_counter() - started)
 
 
-class _TimedStep:
-    """Context manager that records one file step, whether it succeeds or raises."""
-
-    def __init__(self, sandbox: Sandbox, kind: StepKind) -> None:
-        self.sandbox = sandbox
-        self.kind = kind
-
-    def __enter__(self) -> None:
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.sandbox._record(self.kind, time.perf_counter() - self.started)
+def _first_line(result: RawResult) -> str:
+    """The first line of a result's stderr, for one-line messages."""
+    lines = result.stderr.decode("utf-8", "replace").strip().splitlines()
+    return lines[0][:160] if lines else "no output"
 
 
 class Substrate(ABC):
@@ -233,7 +235,7 @@ class Substrate(ABC):
             if first.exit_code != 0:
                 raise SandboxStartError(
                     f"{self.name}: the first no-op exec exited {first.exit_code}: "
-                    f"{first.stderr.decode('utf-8', 'replace').strip()[:200]}"
+                    f"{_first_line(first)}"
                 )
             clock.mark("first_exec")
             rollout.cold_start_s = clock.cold_start()

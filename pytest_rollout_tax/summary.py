@@ -51,13 +51,13 @@ def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
 def project_worker_hours(
     scale: Scale, cold: Stats | None, step: Stats | None, teardown: Stats | None
 ) -> float | None:
-    """Projected worker-hours from the means, or None without a successful cold start."""
-    if cold is None:
+    """Projected worker-hours from the means, or None without a cold start and steps."""
+    if cold is None or step is None:
         return None
     return worker_hours(
         scale,
         cold_start_s=cold.mean,
-        step_s=step.mean if step else 0.0,
+        step_s=step.mean,
         teardown_s=teardown.mean if teardown else 0.0,
     )
 
@@ -111,10 +111,13 @@ def build_report(
 
 
 def resolve_steps(scale: Scale, rollouts: list[Rollout]) -> Scale:
-    """``scale`` with its steps fixed: when unset, the mean declared (or observed) length."""
+    """``scale`` with its steps fixed: when unset, the mean declared (or observed) length.
+
+    Rollouts whose sandbox never started made no steps and say nothing about the length.
+    """
     if scale.steps is not None:
         return scale
-    lengths = [r.planned_steps or len(r.steps) for r in rollouts]
+    lengths = [r.planned_steps or len(r.steps) for r in rollouts if r.cold_start_s is not None]
     steps = max(1, round(sum(lengths) / len(lengths))) if lengths else Scale.steps
     return dataclasses.replace(scale, steps=steps)
 

@@ -1,6 +1,8 @@
 """The local substrate, for real: child processes in a fresh temporary directory."""
 
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -86,9 +88,22 @@ def test_one_megabyte_of_output_arrives_whole(sandbox):
 def test_a_timeout_kills_the_process_group_and_the_sandbox_stays_usable(sandbox):
     with pytest.raises(StepTimeout):
         sandbox.exec("sleep 30 & echo $! > pid; wait", timeout=2)
-    stat = Path(f"/proc/{int(sandbox.read_file('pid'))}/stat")
-    assert not stat.exists() or stat.read_text().split()[2] == "Z"  # gone, or dead awaiting reaping
+    assert dies(int(sandbox.read_file("pid")))
     assert sandbox.exec("echo alive").stdout == "alive\n"
+
+
+def dies(pid: int, within_s: float = 10.0) -> bool:
+    """Whether ``pid`` is gone (or a zombie) within ``within_s``: SIGKILL is not instant."""
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if stat.read_text().rpartition(")")[2].split()[0] == "Z":
+                return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def test_every_tool_call_is_a_recorded_step(sandbox):
@@ -126,3 +141,27 @@ def test_a_sandbox_that_cannot_start_is_a_start_error(tmp_path):
     substrate = get_substrate("local", root=str(tmp_path / "missing"))
     with pytest.raises(SandboxStartError, match=r"local: cannot make a workdir in .*/missing"):
         substrate.start()
+
+
+def test_reap_removes_leftovers_of_dead_sessions_and_spares_live_ones(tmp_path):
+    dead_pid = subprocess.Popen(["true"])  # a pid that has exited
+    dead_pid.wait()
+    dead = tmp_path / f"rollout-tax-aaaa-{dead_pid.pid}-x1"
+    live = tmp_path / f"rollout-tax-bbbb-{os.getpid()}-y2"
+    unrelated = tmp_path / "rollout-tax-notes"
+    for path in (dead, live, unrelated):
+        path.mkdir()
+    substrate = get_substrate("local", root=str(tmp_path))
+    assert substrate.reap(None) == 1
+    assert not dead.exists() and live.exists() and unrelated.exists()
+    assert substrate.reap("bbbb") == 1
+    assert not live.exists() and unrelated.exists()
+
+
+def test_a_workdir_carries_its_session_and_process(tmp_path):
+    substrate = get_substrate("local", root=str(tmp_path))
+    with substrate.start() as sandbox:
+        assert Path(sandbox.workdir).name.startswith(
+            f"rollout-tax-{substrate.session_id}-{os.getpid()}-"
+        )
+        assert substrate.reap(None) == 0  # its own process is alive

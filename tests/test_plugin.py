@@ -197,6 +197,8 @@ def test_failing_workloads_and_step_timeouts_are_counted_with_reasons(pytester):
         (["--substrate-opt=local.nope=1"], "ERROR: local.nope: unknown option*"),
         (["--rollout-rounds=0"], "ERROR: --rollout-rounds='0': must be at least 1"),
         (["--rollout-think-time=soon"], "ERROR: --rollout-think-time='soon': expected a number"),
+        (["--rollout-think-time=nan"], "ERROR: --rollout-think-time='nan': expected a finite*"),
+        (["--rollout-json=."], "ERROR: --rollout-json=.: is a directory; name a file"),
     ],
 )
 def test_bad_options_are_usage_errors_that_name_the_value(suite, args, message):
@@ -325,7 +327,7 @@ def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester
 
 
 FLAKY_SUBSTRATE = """
-from pytest_rollout_tax.errors import SandboxError
+from pytest_rollout_tax.errors import SandboxError, SubstrateUnavailable
 from pytest_rollout_tax.hookspecs import hookimpl
 from pytest_rollout_tax.substrates.local import LocalSandbox, LocalSubstrate
 
@@ -345,18 +347,31 @@ class FlakySubstrate(LocalSubstrate):
         local = super()._create(**kwargs)
         return FlakySandbox(workdir=local.workdir, rollout=local.rollout, base_env=local._base_env)
 
+class BrokenSubstrate(LocalSubstrate):
+    kind = "broken"
+
+    def __init__(self, *args, **kwargs):
+        raise SubstrateUnavailable("broken: the daemon is unreachable")
+
 @hookimpl
 def rollout_tax_substrates():
-    return {"flaky": FlakySubstrate}
+    return {"flaky": FlakySubstrate, "broken": BrokenSubstrate}
 """
 
 
-def test_a_sandbox_lost_during_its_probes_fails_in_one_line_and_is_deleted(pytester, monkeypatch):
+@pytest.fixture
+def plugged(pytester, monkeypatch):
+    """pytester with the substrates of FLAKY_SUBSTRATE installed through the entry point."""
     pytester.makepyfile(flaky_substrate=FLAKY_SUBSTRATE)
     dist = pytester.mkdir("flaky_substrate-1.0.dist-info")
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flaky-substrate\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text("[rollout_tax]\nflaky = flaky_substrate\n")
     monkeypatch.syspath_prepend(str(pytester.path))
+    return pytester
+
+
+def test_a_sandbox_lost_during_its_probes_fails_in_one_line_and_is_deleted(plugged):
+    pytester = plugged
     pytester.makepyfile(test_w="def test_w(sandbox):\n    pass\n")
     result = pytester.runpytest("--substrate=flaky", "--rollout-json=report.json")
     result.assert_outcomes(errors=1)
@@ -365,3 +380,43 @@ def test_a_sandbox_lost_during_its_probes_fails_in_one_line_and_is_deleted(pytes
     (rollout,) = report_of(pytester)["rollouts"]
     assert rollout["error"] == "SandboxError: flaky: the sandbox went away"
     assert rollout["outcome"] == "error" and rollout["teardown_s"] is not None
+
+
+def test_an_unavailable_substrate_is_recorded_whichever_fixture_comes_first(plugged):
+    plugged.makepyfile(
+        test_w="""
+        def test_substrate_first(substrate, sandbox):
+            pass
+
+        def test_sandbox_first(sandbox, substrate):
+            pass
+        """
+    )
+    result = plugged.runpytest("--substrate=broken", "--rollout-json=report.json")
+    result.assert_outcomes(errors=2)
+    assert "Traceback" not in result.stdout.str()
+    broken = report_of(plugged)["substrates"]["broken"]
+    assert (broken["rollouts"], broken["failures"]) == (2, 2)
+    assert broken["failure_reasons"] == {
+        "SubstrateUnavailable: broken: the daemon is unreachable": 2
+    }
+
+
+def test_a_crashed_xdist_worker_loses_only_the_rollout_it_was_running(pytester):
+    pytester.makepyfile(
+        test_w="""
+        import os
+        import pytest
+
+        @pytest.mark.parametrize("n", range(6))
+        def test_fine(sandbox, n):
+            pass
+
+        def test_crash(sandbox):
+            os._exit(1)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "xdist", "-n", "2", "--rollout-json=report.json")
+    result.assert_outcomes(passed=6, failed=1)
+    tests = sorted(r["test"].split("::")[1] for r in report_of(pytester)["rollouts"])
+    assert tests == sorted(f"test_fine[local-1-{n}]" for n in range(6))

@@ -41,15 +41,18 @@ def test_scale_parses(text, rollouts, steps):
     assert (scale.rollouts, scale.steps, scale.think_time_s) == (rollouts, steps, 2)
 
 
-@pytest.mark.parametrize("text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5"])
+@pytest.mark.parametrize(
+    "text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5", "1e400x150", "nanx1"]
+)
 def test_malformed_scale_names_the_value(text):
     with pytest.raises(ValueError, match="--rollout-project"):
         Scale.parse(text)
 
 
-def test_negative_think_time_is_rejected():
+@pytest.mark.parametrize("think", [-1, float("nan"), float("inf")])
+def test_a_think_time_that_is_not_seconds_is_rejected(think):
     with pytest.raises(ValueError, match="think-time"):
-        Scale.parse("10x10", think_time_s=-1)
+        Scale.parse("10x10", think_time_s=think)
 
 
 def test_spread_is_slowest_over_fastest():

@@ -45,3 +45,23 @@ def test_write_json_is_atomic(tmp_path):
         write_json(target, {"a": float("nan")})
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in target.parent.iterdir()] == ["report.json"]
+
+
+def test_a_priced_substrate_with_think_time_still_fits_100_columns():
+    priced = rollout("docker-gvisor", 38.0)
+    priced.price_per_hour = 0.0416
+    data = build_report(
+        [priced], Scale(think_time_s=2.5), plugin_version="1", machine={}, commit=None
+    )
+    lines = render_summary(data)
+    assert max(map(len, lines)) <= 100, "\n".join(lines)
+    cost = data["substrates"]["docker-gvisor"]["cost_usd"]
+    assert cost == pytest.approx(data["substrates"]["docker-gvisor"]["worker_hours"] * 0.0416)
+    assert f"the projected worker-hours cost ${cost:,.0f} at $0.0416 per sandbox-hour" in " ".join(
+        lines
+    )
+
+
+@pytest.mark.parametrize(("value", "text"), [(0.0009996, "1ms"), (0.9996, "1s"), (119.6, "2m00s")])
+def test_durations_at_unit_boundaries_never_read_in_exponent_notation(value, text):
+    assert seconds(value) == text

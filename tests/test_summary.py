@@ -99,3 +99,17 @@ def test_steps_come_from_the_markers_when_the_scale_leaves_them_open():
         Scale(rollouts=10, steps=None),
     )
     assert data["projection"]["steps"] == 100
+
+
+def test_rollouts_that_never_started_do_not_shorten_the_projected_length():
+    data = report(
+        [rollout("local", 0.1, steps=100), rollout("broken", None, outcome="error", error="x")],
+        Scale(rollouts=10, steps=None),
+    )
+    assert data["projection"]["steps"] == 100
+
+
+def test_a_workload_without_steps_has_no_worker_hours():
+    data = report([rollout("local", 0.1, steps=0)])
+    assert data["substrates"]["local"]["worker_hours"] is None
+    assert data["substrates"]["local"]["tax_hours"] is not None

@@ -7,6 +7,7 @@ is the cost of spawning a process.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -32,6 +33,10 @@ DEFAULT_PATH = os.pathsep.join(
         "/bin",
     ]
 )
+
+
+WORKDIR_PREFIX = "rollout-tax-"
+_WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-\w+")
 
 
 @dataclass
@@ -69,7 +74,7 @@ class LocalSandbox(Sandbox):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-            raise StepTimeout(f"local: {argv!r} ran past its {timeout} s timeout") from None
+            raise StepTimeout(f"local: step ran past its {timeout:g} s timeout; killed") from None
         return RawResult(process.returncode, stdout, stderr)
 
     def _write(self, path: str, data: bytes) -> None:
@@ -89,15 +94,40 @@ class LocalSubstrate(Substrate):
     Options = LocalOptions
 
     def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
+        prefix = f"{WORKDIR_PREFIX}{self.session_id}-{os.getpid()}-"  # the labels of a workdir
         try:
-            workdir = tempfile.mkdtemp(
-                prefix=f"rollout-tax-{self.session_id}-", dir=self.options.root
-            )
+            workdir = tempfile.mkdtemp(prefix=prefix, dir=self.root)
         except OSError as exc:
-            where = self.options.root or tempfile.gettempdir()
             raise SandboxStartError(
-                f"{self.name}: cannot make a workdir in {where}: {exc.strerror}"
+                f"{self.name}: cannot make a workdir in {self.root}: {exc.strerror}"
             ) from None
         clock.mark("create")
         base_env = {"PATH": DEFAULT_PATH, "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
         return LocalSandbox(workdir=workdir, rollout=rollout, base_env=base_env | self.options.env)
+
+    @property
+    def root(self) -> str:
+        return self.options.root or tempfile.gettempdir()
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Remove the workdirs of ``session_id``; with None, those of sessions no longer alive."""
+        removed = 0
+        for path in Path(self.root).glob(f"{WORKDIR_PREFIX}{session_id or '*'}-*"):
+            labels = _WORKDIR.fullmatch(path.name)
+            if not labels or not path.is_dir():
+                continue
+            if session_id is None and _alive(int(labels["pid"])):
+                continue  # a running session's sandbox
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+        return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
