@@ -19,9 +19,8 @@ from . import compare
 from .errors import RolloutTaxError
 from .projection import Scale
 from .report import render_summary, write_json
-from .stats import Stats
 from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
-from .summary import project_tax_hours, project_worker_hours, spread_of
+from .summary import spread_of
 
 PROG = "python -m pytest_rollout_tax"
 EPILOG = f"""\
@@ -84,7 +83,7 @@ def build_parser() -> Parser:
         "or h (5ms, 0.2s). Example: --fail cold_start.p95:15%% --fail action.p50:5ms",
     )
 
-    lst = commands.add_parser(
+    commands.add_parser(
         "list",
         parents=[storage],
         help="list saved runs, oldest first",
@@ -92,7 +91,6 @@ def build_parser() -> Parser:
         "--rollout-compare without a value compares with.",
         epilog=EPILOG,
     )
-    lst.set_defaults(command="list")
 
     proj = commands.add_parser(
         "project",
@@ -146,10 +144,7 @@ def _seconds(text: str) -> float:
 def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
     storage = Storage.at(args.storage)
-    try:
-        current = storage.load(args.current)
-    except NoSavedRun as exc:
-        raise UsageError(f"CURRENT: {exc}") from None
+    current = _load_required(storage, args.current, "CURRENT")
     try:
         baseline = storage.load(args.baseline)
     except NoSavedRun as exc:
@@ -165,6 +160,14 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for line in verdict.lines:
         out.write(line + "\n")
     return verdict.exit_status
+
+
+def _load_required(storage: Storage, ref: str, argument: str) -> SavedRun:
+    """The saved run ``ref``; its absence is a usage error naming ``argument``."""
+    try:
+        return storage.load(ref)
+    except NoSavedRun as exc:
+        raise UsageError(f"{argument}: {exc}") from None
 
 
 def run_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -202,11 +205,7 @@ def _substrates(run: SavedRun) -> str:
 
 
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    storage = Storage.at(args.storage)
-    try:
-        run = storage.load(args.run)
-    except NoSavedRun as exc:
-        raise UsageError(f"RUN: {exc}") from None
+    run = _load_required(Storage.at(args.storage), args.run, "RUN")
     report = reproject(run.report, args.rollouts, args.steps, args.think_time)
     written = None
     if args.json:
@@ -229,7 +228,7 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def reproject(
     report: dict, rollouts: int | None, steps: int | None, think_time_s: float | None
 ) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours and spread redone."""
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost and spread redone."""
     old = compare.scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
@@ -243,16 +242,10 @@ def reproject(
         "think_time_s": scale.think_time_s,
     }
     for entry in result["substrates"].values():
-        stats = {
-            m: Stats.from_dict(entry[m]) if entry.get(m) else None
-            for m in ("cold_start", "action", "step", "teardown")
-        }
-        entry["worker_hours"] = project_worker_hours(
-            scale, stats["cold_start"], stats["step"], stats["teardown"]
-        )
-        entry["tax_hours"] = project_tax_hours(
-            scale, stats["cold_start"], stats["action"], stats["teardown"]
-        )
+        entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
+        if entry.get("price_per_hour") is not None:
+            hours = entry["worker_hours"]
+            entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
     result["spread"] = spread_of(result["substrates"])
     return result
 

@@ -23,15 +23,14 @@ from .errors import ConfigError, RolloutTaxError
 from .projection import Scale
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats
-from .storage import NoSavedRun, SavedRun, Storage, check_name
-from .summary import project_worker_hours
+from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
+from .summary import project_tax_hours, project_worker_hours
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
 #: The noise test runs only with at least this many raw samples in each run.
 MIN_SAMPLES = 5
 
-SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
 METRICS = (*SAMPLE_METRICS, "worker_hours")
 STATS = STAT_NAMES
 #: Rows of the comparison table.
@@ -201,6 +200,22 @@ class Side:
         return stats[stat] if stats else None
 
 
+def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
+    """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``.
+
+    Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
+    """
+    stats = {
+        metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
+        for metric in ("cold_start", "action", "step", "teardown")
+    }
+    cold, teardown = stats["cold_start"], stats["teardown"]
+    return (
+        project_worker_hours(scale, cold, stats["step"], teardown),
+        project_tax_hours(scale, cold, stats["action"], teardown),
+    )
+
+
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
     samples: dict[str, dict[str, list[float]]] = {}
@@ -211,18 +226,14 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
                 into[metric].append(rollout[f"{metric}_s"])
         into["action"] += rollout.get("action_probes_s", [])
         into["step"] += [step["wall_s"] for step in rollout.get("steps", [])]
-    result = {}
-    for name, entry in report["substrates"].items():
-        stats = {metric: entry.get(metric) for metric in SAMPLE_METRICS}
-        parsed = {m: Stats.from_dict(s) if s else None for m, s in stats.items()}
-        result[name] = Side(
-            stats=stats,
-            worker_hours=project_worker_hours(
-                scale, parsed["cold_start"], parsed["step"], parsed["teardown"]
-            ),
+    return {
+        name: Side(
+            stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
+            worker_hours=project_entry(entry, scale)[0],
             samples=samples.get(name, {m: [] for m in SAMPLE_METRICS}),
         )
-    return result
+        for name, entry in report["substrates"].items()
+    }
 
 
 def scale_of(report: dict) -> Scale:
@@ -253,9 +264,9 @@ class Outcome:
             f"now {value(metric, self.now)} ({change(metric, self.baseline, self.now)}, "
             f"{percent(self.baseline, self.now)}), threshold {self.check.threshold.text}"
         )
-        if self.status == "failed":
-            return f"FAILED {figures}; {self.evidence.why if self.evidence else ''}"
         why = self.evidence.why if self.evidence else ""
+        if self.status == "failed":
+            return f"FAILED {figures}; {why}"
         return f"not credible: {figures} crossed, but {why}: not failed"
 
 
@@ -311,13 +322,10 @@ def heading(title: str, width: int = 80) -> str:
     return f"{'=' * fill} {title} {'=' * fill}"
 
 
-def run_label(run: SavedRun | dict | None) -> str:
-    if isinstance(run, SavedRun):
-        return run.label
-    if isinstance(run, dict):
-        sha = (run.get("commit") or {}).get("sha")
-        return f"this run ({run.get('created', '?')}{', ' + sha[:12] if sha else ''})"
-    return "this run"
+def run_label(report: dict) -> str:
+    """How the comparison names the current run: ``this run (<created>, <sha12>)``."""
+    sha = (report.get("commit") or {}).get("sha")
+    return f"this run ({report.get('created', '?')}{', ' + sha[:12] if sha else ''})"
 
 
 # -- comparing two runs -------------------------------------------------------------------------
@@ -492,6 +500,8 @@ class Gate:
         store = Storage.at(storage)
         if save is not None:
             save = check_name(save)
+        if compare is not None:
+            compare = check_compare(compare)
         if not load_baseline:
             return cls(store, save, autosave, compare, checks)
         if save is not None or autosave:
@@ -511,11 +521,8 @@ class Gate:
         never becomes a baseline.
         """
         if self.compare is None:
-            verdict = Verdict()
-            if self.checks:
-                verdict = Verdict(
-                    ["rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"]
-                )
+            inert = "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
+            verdict = Verdict([inert] if self.checks else [])
         elif self.baseline is None:
             verdict = Verdict([self.missing or "rollout-tax: no baseline: nothing to compare"])
         else:

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import RolloutTaxError
+from .errors import ConfigError, RolloutTaxError
 from .report import write_json
 from .stats import STAT_NAMES
 from .summary import SCHEMA
 
 DEFAULT_STORAGE = ".rollout-tax"
+#: The STATS entries of a ``substrates[NAME]`` report entry, each backed by raw samples.
 SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 AUTOSAVE_PATTERN = re.compile(r"(\d{4,})_.+")
@@ -172,6 +173,31 @@ def check_name(name: str) -> str:
     return stem
 
 
+def check_compare(ref: str) -> str:
+    """A ``--rollout-compare`` value, refused when it is a test path rather than a saved run.
+
+    The option's value is optional, so ``pytest --rollout-compare tests`` takes the test
+    directory ``tests`` for the baseline's name: the whole rootdir would run, with the gate off
+    behind a "no baseline" warning. A directory, a ``.py`` file or a node id (``::``) is never a
+    saved run, so it is an error instead.
+    """
+    hint = ""
+    if "::" in ref:
+        what = "a test id"
+    elif ref.endswith(".py"):
+        what = "a Python file"
+    elif ref and Path(ref).is_dir():
+        what = "a directory"
+        if NAME_PATTERN.fullmatch(ref):
+            hint = f" (a saved run of that name: --rollout-compare={ref}.json)"
+    else:
+        return ref
+    raise ConfigError(
+        f"--rollout-compare={ref!r} is {what}, not a saved run: write --rollout-compare=NAME "
+        f"(with '='), or put the option after the test paths{hint}"
+    )
+
+
 def autosave_label(commit: Any) -> str:
     """``<sha12>`` or ``<sha12>-dirty`` in a git checkout, else a UTC timestamp."""
     if isinstance(commit, dict) and isinstance(commit.get("sha"), str) and commit["sha"]:
@@ -231,7 +257,7 @@ def validate(report: Any) -> None:
             for stat in ("n", *STAT_NAMES):
                 value = _field(stats, stat, (int, float), f"{where}.{metric}.")
                 _number(value, f"{where}.{metric}.{stat}")
-        for key in ("worker_hours", "tax_hours"):
+        for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
             if entry.get(key) is not None:
                 _number(entry[key], f"{where}.{key}")
     rollouts = report.get("rollouts", [])

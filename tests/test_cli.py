@@ -13,7 +13,7 @@ import pytest
 
 from pytest_rollout_tax import compare
 from pytest_rollout_tax.cli import main, reproject
-from pytest_rollout_tax.projection import Scale, worker_hours
+from pytest_rollout_tax.projection import Scale, tax_hours, worker_hours
 from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.summary import build_report
 
@@ -238,6 +238,28 @@ def test_project_keeps_what_is_not_given(runs: Path) -> None:
         2 * data["substrates"]["local"]["worker_hours"]
     )
     assert data["projection"]["rollouts"] == 10  # the input is not changed
+
+
+def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
+    priced = make_report(scale=Scale(rollouts=10, steps=7))
+    local = priced["substrates"]["local"]
+    local["price_per_hour"] = 0.5
+    local["cost_usd"] = local["worker_hours"] * 0.5
+    (runs / "priced.json").write_text(json.dumps(priced))
+    status, _, err = cli("project", "priced", "--rollouts", "1000", "--json", str(tmp_path / "o"))
+    assert status == 0, err
+    again = json.loads((tmp_path / "o").read_text())["substrates"]["local"]
+    assert again["tax_hours"] == pytest.approx(
+        tax_hours(
+            Scale(1000, 7),
+            cold_start_s=local["cold_start"]["mean"],
+            action_s=local["action"]["mean"],
+            teardown_s=local["teardown"]["mean"],
+        )
+    )
+    assert again["worker_hours"] == pytest.approx(100 * local["worker_hours"])
+    assert again["cost_usd"] == pytest.approx(again["worker_hours"] * 0.5)  # not the old cost
+    assert "cost_usd" not in reproject(make_report(), 1000, None, None)["substrates"]["local"]
 
 
 @pytest.mark.parametrize(

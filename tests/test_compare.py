@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_rollout_tax import compare
+from pytest_rollout_tax import compare, storage
 from pytest_rollout_tax.compare import (
     ALPHA,
     MIN_SAMPLES,
@@ -306,6 +306,26 @@ def test_worker_hours_are_reprojected_at_the_current_scale() -> None:
     assert row.split()[1:3] == row.split()[3:5]  # baseline == now: same latencies, same scale
 
 
+def test_project_entry_matches_a_live_run() -> None:
+    """A saved entry re-projected at its own scale gives the hours the live run reported."""
+    scale = Scale(rollouts=1000, steps=40, think_time_s=0.5)
+    entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
+    worker, tax = compare.project_entry(entry, scale)
+    assert worker == pytest.approx(entry["worker_hours"])
+    assert tax == pytest.approx(entry["tax_hours"])
+    assert compare.project_entry(entry, Scale(rollouts=2000, steps=40, think_time_s=0.5)) == (
+        pytest.approx(2 * worker),
+        pytest.approx(2 * tax),
+    )
+    assert compare.project_entry({**entry, "action": None}, scale) == (worker, None)
+    assert compare.project_entry({**entry, "cold_start": None}, scale) == (None, None)
+
+
+def test_sample_metrics_are_defined_once() -> None:
+    assert compare.SAMPLE_METRICS is storage.SAMPLE_METRICS
+    assert (*storage.SAMPLE_METRICS, "worker_hours") == compare.METRICS
+
+
 def test_table_per_substrate_fits_100_columns() -> None:
     verdict = compare_reports(
         report(rollouts("local", COLD), rollouts("docker-gvisor", COLD, 3)),
@@ -416,6 +436,20 @@ def test_gate_checks_without_compare_are_inert(tmp_path) -> None:
 def test_gate_bad_options_raise(tmp_path, options, message) -> None:
     with pytest.raises(RolloutTaxError, match=message.replace("(", r"\(").replace(".", r"\.")):
         gate(tmp_path, **options)
+
+
+def test_gate_refuses_a_test_directory_as_baseline(tmp_path, monkeypatch) -> None:
+    """``pytest --rollout-compare suite``: the optional value swallowed the test path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite").mkdir()
+    message = r"^--rollout-compare='suite' is a directory, not a saved run: write "
+    for load_baseline in (True, False):  # the controller and every xdist worker
+        with pytest.raises(ConfigError, match=message):
+            gate(tmp_path, compare="suite", load_baseline=load_baseline)
+    saved = gate(tmp_path, save="suite").finish(report(rollouts("local", COLD)))
+    assert saved.lines == [f"run saved to {tmp_path / 'store' / 'suite.json'}"]
+    assert gate(tmp_path, compare="suite.json").baseline is not None  # the way to name it
+    assert gate(tmp_path, compare="").baseline is not None  # no value: not the current dir
 
 
 def test_gate_bad_baseline_raises_naming_the_file(tmp_path) -> None:

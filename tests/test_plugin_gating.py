@@ -310,6 +310,27 @@ def test_bad_option(suite: pytest.Pytester, options: list[str], message: str) ->
     assert_usage_error(result, message, name if "fail" in name else "")
 
 
+def test_compare_before_a_test_directory_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """``--rollout-compare`` takes an optional value: ``suite`` would become the baseline name,
+    the whole rootdir would run and the gate would be off behind a "no baseline" warning."""
+    pytester.mkpydir("suite").joinpath("test_workload.py").write_text(WORKLOAD)
+    pytester.makepyfile(test_elsewhere="def test_not_in_suite():\n    assert False\n")
+    result = run(pytester, "--rollout-compare", "suite", "--rollout-compare-fail=step.p50:1%")
+    assert_usage_error(
+        result,
+        "--rollout-compare='suite' is a directory, not a saved run: write --rollout-compare=NAME "
+        "(with '='), or put the option after the test paths",
+    )
+    assert_usage_error(run(pytester, "--rollout-compare", "suite/test_workload.py"), "Python file")
+    after = run(pytester, "suite", "--rollout-compare", "--rollout-save=suite")
+    assert after.ret == 0  # after the paths, the option takes no value
+    after.assert_outcomes(passed=6)
+    after.stdout.fnmatch_lines([f"rollout-tax: no saved run in {STORE}/: nothing to compare*"])
+    named = run(pytester, "--rollout-compare=suite.json", "suite")  # a run named like the dir
+    assert named.ret == 0
+    named.stdout.fnmatch_lines(["baseline: suite.json (*"])
+
+
 def test_bad_option_from_ini(suite: pytest.Pytester) -> None:
     suite.makeini("[pytest]\nrollout_compare_fail =\n    cold_start.p95:15%\n    step.nope:1ms\n")
     assert_usage_error(run(suite, "--rollout-compare"), "step.nope:1ms", "unknown stat 'nope'")

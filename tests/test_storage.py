@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_rollout_tax import report as report_module
+from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.storage import (
@@ -17,6 +18,7 @@ from pytest_rollout_tax.storage import (
     SavedRunError,
     Storage,
     autosave_label,
+    check_compare,
     check_name,
     load,
 )
@@ -158,6 +160,27 @@ def test_resolve_names_numbers_and_paths(storage: Storage, tmp_path: Path, monke
     assert storage.resolve("main") == main  # a bare name is a saved run
 
 
+def test_check_compare_refuses_test_paths(tmp_path: Path, monkeypatch) -> None:
+    """``pytest --rollout-compare suite`` takes the test directory for the baseline's name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "suite" / "unit").mkdir(parents=True)
+    with pytest.raises(ConfigError) as info:
+        check_compare("suite")
+    assert str(info.value) == (
+        "--rollout-compare='suite' is a directory, not a saved run: write "
+        "--rollout-compare=NAME (with '='), or put the option after the test paths "
+        "(a saved run of that name: --rollout-compare=suite.json)"
+    )
+    with pytest.raises(ConfigError, match=r"^--rollout-compare='suite/unit' is a directory, "):
+        check_compare("suite/unit")
+    with pytest.raises(ConfigError, match=r"'test_x\.py' is a Python file, not a saved run"):
+        check_compare("test_x.py")  # whether or not it exists
+    with pytest.raises(ConfigError, match=r"'t\.py::test_a\[1\]' is a test id, not a saved run"):
+        check_compare("t.py::test_a[1]")
+    for ref in ("", "main", "0003", "suite.json", "ci/main.json", "missing-dir"):
+        assert check_compare(ref) == ref
+
+
 def test_resolve_missing(storage: Storage, tmp_path: Path) -> None:
     with pytest.raises(NoSavedRun, match=r"^no saved run in .*\.rollout-tax/$"):
         storage.resolve(None)
@@ -227,6 +250,11 @@ BAD_FILES = [
         "bad rollouts",
         _broken(lambda d: d.update(rollouts={"a": 1})),
         "rollouts: expected a list",
+    ),
+    (
+        "bad price",
+        _broken(lambda d: d["substrates"]["local"].update(price_per_hour="cheap")),
+        'substrates.local.price_per_hour: expected a number, got "cheap"',
     ),
     (
         "bad substrate entry",
