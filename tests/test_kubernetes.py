@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,16 @@ from pytest_rollout_tax.errors import (
     ConfigError,
     CredentialsMissing,
     RolloutTaxError,
+    SandboxError,
     SandboxStartError,
     StepTimeout,
     SubstrateUnavailable,
 )
-from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, Sandbox
+from pytest_rollout_tax.record import Rollout
+from pytest_rollout_tax.sandbox import NOOP, ROLLOUT_LABEL, SESSION_LABEL, Sandbox
+from pytest_rollout_tax.substrates import kubernetes
 from pytest_rollout_tax.substrates.kubernetes import (
+    KubernetesSandbox,
     KubernetesSubstrate,
     go_duration_seconds,
     toleration,
@@ -88,14 +93,15 @@ class KubernetesContract:
     def test_cold_start_phases_in_order_and_teardown_waits_until_gone(self, k8s, core):
         with k8s.start() as sandbox:
             rollout = sandbox.rollout
-            assert list(rollout.phases) == PHASES
-            assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
+            # The image pull time is looked up once the cold start is measured, not counted in it.
+            assert list(rollout.phases) == [*PHASES, "image_pull"]
+            assert rollout.phases["image_pull"] >= 0
+            cold = sum(rollout.phases[phase] for phase in PHASES)
+            assert rollout.cold_start_s == pytest.approx(cold)
             assert pod_exists(core, sandbox.name, k8s.namespace)
         assert not pod_exists(core, sandbox.name, k8s.namespace)
         assert rollout.teardown_s is not None and rollout.teardown_s > 0
         assert rollout.trajectory_s >= rollout.cold_start_s + rollout.teardown_s
-        # The image pull time is known after the rollout (looked up off the cold-start path).
-        assert rollout.phases["image_pull"] >= 0
 
     def test_pod_is_hardened_and_labelled(self, k8s, core, pod):
         spec = core.read_namespaced_pod(pod.name, k8s.namespace)
@@ -188,8 +194,9 @@ class KubernetesContract:
     # -- timeouts --------------------------------------------------------------------------
 
     def test_timeout_kills_the_process_and_the_pod_stays_usable(self, pod):
-        with pytest.raises(StepTimeout, match=r"ran past its 1 s timeout; killed in pod"):
-            pod.exec("sleep 3600 & sleep 3601; echo never", timeout=1)
+        # The message names no command (it may carry a secret): one reason for every such step.
+        with pytest.raises(StepTimeout, match=r"^k8s: step ran past its 1 s timeout; killed$"):
+            pod.exec("sleep 3600 & sleep 3601; echo never # secret-token", timeout=1)
         assert pod.rollout.steps[-1].exit_code is None
         processes = pod.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' '").stdout
         assert "sleep 3600" not in processes and "sleep 3601" not in processes
@@ -237,7 +244,7 @@ class KubernetesContract:
             assert not pod_exists(core, abandoned.name, crashed.namespace)
             assert pod_exists(core, pod.name, k8s.namespace)  # another session's pod stays
             assert crashed.reap(crashed.session_id) == 0
-            with pytest.raises(RolloutTaxError, match=r"pods/exec '.*' not found .*\(404\)"):
+            with pytest.raises(SandboxError, match=r"^k8s: pods/exec '.*' not found .*\(404\)"):
                 abandoned.exec("true")
             abandoned.close()  # closing a reaped sandbox is harmless
         finally:
@@ -301,7 +308,7 @@ class TestStandIn(KubernetesContract):
         k8s_api.expire_watches = 1  # the readiness watch gets 410 Gone: read, then watch again
         with k8s.start() as sandbox:
             assert k8s_api.expire_watches == 0
-            assert list(sandbox.rollout.phases) == PHASES
+            assert list(sandbox.rollout.phases) == [*PHASES, "image_pull"]
 
     def test_teardown_survives_an_expired_watch(self, k8s_api, k8s, core):
         sandbox = k8s.start()
@@ -324,6 +331,38 @@ def assert_one_clear_line(message: str, server: KubeAPIStandIn) -> None:
     assert "\n" not in message and "Traceback" not in message
     for token in all_tokens(server):
         assert token not in message
+
+
+def within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()`` in a thread; fail, rather than hang the run, if it runs past ``seconds``."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still blocked after {seconds} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")
+
+
+def spy_exec(k8s: KubernetesSubstrate) -> list[list[str]]:
+    """The commands ``k8s`` runs from now on, in order."""
+    commands: list[list[str]] = []
+    real = k8s._exec
+
+    def exec_(name: str, container: str, command: list[str], **kwargs: Any) -> Any:
+        commands.append(command)
+        return real(name, container, command, **kwargs)
+
+    k8s._exec = exec_  # type: ignore[method-assign]
+    return commands
 
 
 # -- error paths -------------------------------------------------------------------------------
@@ -458,6 +497,125 @@ def test_refused_pods(k8s_api, k8s_kubeconfig, options, expected):
     assert_one_clear_line(str(info.value), k8s_api)
 
 
+def test_a_lost_create_response_deletes_the_pod(k8s_api, k8s_kubeconfig):
+    # The pod is created but the connection is reset before the answer: its name is known.
+    lost = substrate(k8s_kubeconfig, labels={SIMULATE_KEY: "lost-create-response"})
+    try:
+        with pytest.raises(SandboxStartError) as info:
+            lost.start()
+        assert lost.reap(lost.session_id) == 0  # the pod was deleted
+    finally:
+        lost.close()
+    message = str(info.value)
+    assert message.startswith(f"k8s: API server {k8s_api.url} unreachable")
+    assert message.endswith("; the pod was deleted")
+    assert_one_clear_line(message, k8s_api)
+
+
+def test_a_refused_teardown_is_one_sandbox_error(k8s_api, k8s_kubeconfig):
+    admin = substrate(k8s_kubeconfig)
+    readonly = substrate(k8s_kubeconfig, context=f"{CONTEXT}-readonly", session_id=admin.session_id)
+    try:
+        sandbox = admin.start()
+        with pytest.raises(SandboxError) as info:
+            readonly.reap(admin.session_id)
+        sandbox.close()
+    finally:
+        readonly.close()
+        admin.close()
+    message = str(info.value)
+    assert message.startswith(
+        f"k8s: forbidden: the API server refused to delete pods '{sandbox.name}' in namespace "
+        "'default' (403 Forbidden): "
+    )
+    assert_one_clear_line(message, k8s_api)
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        b'{"status": "Failure", "reason": "NonZeroExitCode", '
+        b'"details": {"causes": [{"reason": "ExitCode", "message": "not a number"}]}}',
+        b'{"status": "Failure", "reason": "NonZeroExitCode", '
+        b'"details": {"causes": [{"reason": "ExitCode", "message": null}]}}',
+        b"[0]",
+        b"{not json",
+    ],
+    ids=["text", "null", "not-an-object", "not-json"],
+)
+def test_an_unreadable_exit_status_is_a_sandbox_error(k8s_kubeconfig, status):
+    plain = substrate(k8s_kubeconfig)
+    plain.close()
+    with pytest.raises(SandboxError, match=r"^k8s: exec in pod p: unreadable exit status$"):
+        plain._exit_code("p", status, b"", b"")
+
+
+# -- deadlines -----------------------------------------------------------------------------------
+
+
+def test_the_exec_handshake_is_bounded(k8s_kubeconfig, monkeypatch):
+    # An API server that accepts the connection and never answers the websocket upgrade.
+    monkeypatch.setattr(kubernetes, "API_TIMEOUT", (0.5, 0.5))
+    monkeypatch.setattr(kubernetes, "KILL_GRACE", 0.2)
+    silent = socket.create_server(("127.0.0.1", 0))
+    url = f"ws://127.0.0.1:{silent.getsockname()[1]}/exec"
+    monkeypatch.setattr(kubernetes.ws_client, "get_websocket_url", lambda *_: url)
+    k8s = substrate(k8s_kubeconfig)
+    sandbox = KubernetesSandbox(
+        substrate=k8s, name="p", container="sandbox", resource_version="", workdir="/workspace",
+        rollout=Rollout(substrate="k8s"),
+    )  # fmt: skip
+    try:
+        with pytest.raises(SandboxError, match=r"unreachable .*: no answer \(timed out\)$"):
+            within(30, lambda: sandbox.exec("true"))  # no step timeout: the API's connect timeout
+        with pytest.raises(
+            StepTimeout,
+            match=r"^k8s: step ran past its 0.1 s timeout, and 0.2 s later its exit status had not "
+            r"arrived$",
+        ):
+            within(30, lambda: sandbox.exec("true", timeout=0.1))  # the step's deadline
+    finally:
+        silent.close()
+        k8s.close()
+    assert [step.exit_code for step in sandbox.rollout.steps] == [None, None]
+
+
+def test_file_steps_have_a_deadline(k8s_kubeconfig, monkeypatch):
+    monkeypatch.setattr(kubernetes, "API_TIMEOUT", (10.0, 0.5))
+    fifos = substrate(k8s_kubeconfig)
+    try:
+        with fifos.start() as sandbox:
+            sandbox.exec("mkfifo to-read to-write")
+            # cat waits for a writer forever: no data within the API's read timeout.
+            no_data = r"^k8s: a file step got no data for 0.5 s; its stream was closed$"
+            with pytest.raises(SandboxError, match=no_data):
+                within(30, lambda: sandbox.read_file("to-read"))
+            # head -c 1 > to-write waits for a reader forever: past the sandbox's step timeout.
+            sandbox.timeout = 0.5
+            late = r"^k8s: step ran past its 0.5 s timeout; it may still be running$"
+            with pytest.raises(StepTimeout, match=late):
+                within(30, lambda: sandbox.write_file("to-write", "x"))
+            sandbox.timeout = None
+            assert [s.kind for s in sandbox.rollout.steps[-2:]] == ["read_file", "write_file"]
+            assert sandbox.exec("echo alive").stdout == "alive\n"
+    finally:
+        fifos.close()
+
+
+def test_the_no_op_is_not_wrapped_in_timeout(k8s_kubeconfig):
+    # Like docker: the action tax is measured without the in-pod `timeout` wrapper.
+    timed = substrate(k8s_kubeconfig)
+    commands = spy_exec(timed)
+    try:
+        with timed.start(timeout=30) as sandbox:
+            sandbox.probe(2)
+            assert sandbox.exec(["echo", "hi"]).stdout == "hi\n"
+    finally:
+        timed.close()
+    assert commands[:3] == [list(NOOP)] * 3  # the first exec and two probes
+    assert commands[3] == ["timeout", "-s", "KILL", "30.000", "echo", "hi"]
+
+
 # -- configuration -----------------------------------------------------------------------------
 
 
@@ -588,6 +746,31 @@ def test_a_bare_pod_spec_is_a_template(k8s_kubeconfig, tmp_path):
 
 
 # -- image pull time ---------------------------------------------------------------------------
+
+
+def test_image_pull_is_read_once_after_the_first_exec_not_in_teardown(k8s_api, k8s_kubeconfig):
+    looker = substrate(k8s_kubeconfig)
+    calls: list[tuple[str, int]] = []
+    commands = spy_exec(looker)
+    real_lookup = looker._image_pull_seconds
+
+    def lookup(name: str) -> float | None:
+        calls.append((f"lookup after {len(commands)} exec(s)", threading.get_ident()))
+        return real_lookup(name)
+
+    looker._image_pull_seconds = lookup  # type: ignore[method-assign]
+    events = "GET /api/v1/namespaces/{namespace}/events"
+    try:
+        sandbox = looker.start()
+        # In this thread, once the first no-op exec is done: it never overlaps the cold start.
+        assert calls == [("lookup after 1 exec(s)", threading.get_ident())]
+        assert sandbox.rollout.phases["image_pull"] >= 0  # known before the teardown
+        before = k8s_api.requests[events]
+        sandbox.close()
+        assert k8s_api.requests[events] == before  # the teardown does not wait for it
+    finally:
+        looker.close()
+    assert len(calls) == 1
 
 
 def test_image_pull_time_from_the_pulled_event(k8s_kubeconfig):

@@ -5,12 +5,17 @@ transitions (``created``, ``scheduled``, ``initialized``, ``containers_ready``, 
 core adds ``first_exec``). Commands run over the exec websocket (``v5.channel.k8s.io`` or
 ``v4.channel.k8s.io``): stdout and stderr on their own channels, the exit code from the
 ``Status`` on channel 3. Files travel over the same exec stream: stdin into ``head -c N`` to
-write, ``cat`` to read, byte-exact. Teardown deletes the pod and watches until it is gone.
+write, ``cat`` to read, byte-exact. Every exec connects within the API's connect timeout; a
+step with a timeout ends by its deadline, a file step without one when no data came for the
+API's read timeout (an exec without one runs as long as its command). After the cold start,
+untimed, one read of the pod's events gives the image pull time (``image_pull``: reported, not
+counted in the cold start). Teardown deletes the pod and watches until it is gone.
 
 Only the client's own REST and websocket machinery is used (``ApiClient.param_serialize``,
-``call_api``, ``ws_client.create_websocket``), with raw JSON instead of the generated models, so
-a cold start costs its API round trips and nothing more; the ``stream()`` helper, which
-monkeypatches a shared ApiClient, is not used.
+``call_api``, and ``ws_client.create_websocket``'s way of opening the exec websocket, with a
+timeout added), with raw JSON instead of the generated models, so a cold start costs its API
+round trips and nothing more; the ``stream()`` helper, which monkeypatches a shared ApiClient,
+is not used.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import math
 import os
 import posixpath
 import re
-import threading
+import ssl
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,10 +45,19 @@ from ..errors import (
     SubstrateUnavailable,
 )
 from ..record import PhaseClock, Rollout
-from ..sandbox import ROLLOUT_LABEL, SESSION_LABEL, RawResult, Sandbox, Substrate, shell_command
+from ..sandbox import (
+    NOOP,
+    ROLLOUT_LABEL,
+    SESSION_LABEL,
+    RawResult,
+    Sandbox,
+    Substrate,
+    shell_command,
+)
 from . import SANDBOX_IMAGE as DEFAULT_IMAGE
 
 try:
+    import certifi
     import urllib3
     import yaml
     from kubernetes import client as k8s_client
@@ -53,6 +67,7 @@ try:
     from kubernetes.watch.watch import iter_resp_lines
     from websocket import (
         ABNF,
+        WebSocket,
         WebSocketBadStatusException,
         WebSocketConnectionClosedException,
         WebSocketException,
@@ -77,7 +92,7 @@ PODS = "/api/v1/namespaces/{namespace}/pods"
 POD = PODS + "/{name}"
 EXEC = POD + "/exec"
 EVENTS = "/api/v1/namespaces/{namespace}/events"
-V5 = "v5.channel.k8s.io"
+V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 #: (connect, read) seconds for one REST request.
 API_TIMEOUT = (10.0, 60.0)
 #: Condition type -> cold-start phase, in the order a pod goes through them.
@@ -191,11 +206,16 @@ def toleration(item: str | Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-class ApiError(Exception):
-    """A refused or failed API request; the message names what was refused, never a secret."""
+class ApiError(SandboxError):
+    """A refused or failed API request; the message names what was refused, never a secret.
 
-    def __init__(self, message: str, code: int = 0, reason: str = "") -> None:
-        super().__init__(message)
+    Its message is ``k8s: `` and :attr:`detail`; ``code`` is the HTTP status, 0 when no answer
+    arrived (unreachable, timed out, connection reset).
+    """
+
+    def __init__(self, detail: str, code: int = 0, reason: str = "") -> None:
+        super().__init__(f"k8s: {detail}")
+        self.detail = detail
         self.code = code
         self.reason = reason
 
@@ -223,6 +243,7 @@ class KubernetesSandbox(Sandbox):
         name: str,
         container: str,
         resource_version: str,
+        pull_fallback: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -230,8 +251,7 @@ class KubernetesSandbox(Sandbox):
         self.name = name
         self.container = container
         self._resource_version = resource_version
-        self._pull_thread: threading.Thread | None = None
-        self._image_pull_s: float | None = None
+        self._pull_fallback = pull_fallback
 
     def _run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
@@ -239,7 +259,11 @@ class KubernetesSandbox(Sandbox):
         command = (
             list(argv) if not env and cwd == self.workdir else shell_command(argv, env=env, cwd=cwd)
         )
-        if timeout is not None:
+        # A timed step runs under `timeout`, which kills it in the pod at the deadline. Not the
+        # no-op probe: the action tax is measured without our wrapper (as for docker); it
+        # cannot hang, and the client-side deadline still covers the API server.
+        wrapped = timeout is not None and argv != list(NOOP)
+        if wrapped:
             command = ["timeout", "-s", "KILL", f"{max(timeout, 0.001):.3f}", *command]
         started = time.perf_counter()
         deadline = started + timeout + KILL_GRACE if timeout is not None else None
@@ -248,27 +272,23 @@ class KubernetesSandbox(Sandbox):
                 self.name, self.container, command, deadline=deadline
             )
         except _Deadline:
+            # The message names no command (it may carry secrets) and is the same for every
+            # step with this timeout, so the summary can count it as one reason.
             raise StepTimeout(
-                f"k8s: {argv!r} ran past its {timeout:g} s timeout in pod {self.name} and its "
-                f"status did not arrive {KILL_GRACE:g} s later"
+                f"k8s: step ran past its {timeout:g} s timeout, and {KILL_GRACE:g} s later its "
+                "exit status had not arrived"
             ) from None
-        if timeout is not None and code == KILLED and time.perf_counter() - started >= timeout:
-            raise StepTimeout(
-                f"k8s: {argv!r} ran past its {timeout:g} s timeout; killed in pod {self.name}"
-            )
+        if wrapped and code == KILLED and time.perf_counter() - started >= timeout:
+            raise StepTimeout(f"k8s: step ran past its {timeout:g} s timeout; killed")
         return RawResult(code, stdout, stderr)
 
     def _write(self, path: str, data: bytes) -> None:
-        code, _, stderr = self.substrate._exec(
-            self.name, self.container, ["sh", "-c", _WRITE, "sh", path, str(len(data))], stdin=data
-        )
+        code, _, stderr = self._file_exec(["sh", "-c", _WRITE, "sh", path, str(len(data))], data)
         if code != 0:
             raise _os_error(path, stderr, f"cannot write {path} in pod {self.name}")
 
     def _read(self, path: str) -> bytes:
-        code, stdout, stderr = self.substrate._exec(
-            self.name, self.container, ["sh", "-c", _READ, "sh", path]
-        )
+        code, stdout, stderr = self._file_exec(["sh", "-c", _READ, "sh", path])
         if code == _MISSING:
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         if code == _IS_DIR:
@@ -277,24 +297,40 @@ class KubernetesSandbox(Sandbox):
             raise _os_error(path, stderr, f"cannot read {path} in pod {self.name}")
         return stdout
 
+    def _file_exec(
+        self, command: list[str], stdin: bytes | None = None
+    ) -> tuple[int, bytes, bytes]:
+        """A file step's exec: within the sandbox's timeout if it has one, else the API's."""
+        timeout = self.timeout
+        deadline = None if timeout is None else time.perf_counter() + timeout
+        try:
+            return self.substrate._exec(
+                self.name,
+                self.container,
+                command,
+                stdin=stdin,
+                deadline=deadline,
+                idle=None if timeout is not None else API_TIMEOUT[1],
+            )
+        except _Deadline:
+            if timeout is not None:
+                raise StepTimeout(
+                    f"k8s: step ran past its {timeout:g} s timeout; it may still be running"
+                ) from None
+            raise SandboxError(
+                f"k8s: a file step got no data for {API_TIMEOUT[1]:g} s; its stream was closed"
+            ) from None
+
     def _destroy(self) -> None:
         self.substrate._delete(self.name, self._resource_version)
-        if self._pull_thread is not None:
-            self._pull_thread.join(2.0)  # long done unless the rollout ended at once
-            if self._image_pull_s is not None:
-                self.rollout.phases["image_pull"] = self._image_pull_s
 
-    def _look_up_image_pull(self, fallback: float | None) -> None:
-        """Find the image pull time off the cold-start path, in a background thread."""
-
-        def look_up() -> None:
-            found = self.substrate._image_pull_seconds(self.name)
-            self._image_pull_s = found if found is not None else fallback
-
-        self._pull_thread = threading.Thread(
-            target=look_up, name=f"k8s-pull-{self.name}", daemon=True
-        )
-        self._pull_thread.start()
+    def _after_cold_start(self) -> None:
+        """The image pull time, from the kubelet's Pulled event: one GET, after the cold start."""
+        found = self.substrate._image_pull_seconds(self.name)
+        if found is None:
+            found = self._pull_fallback
+        if found is not None:
+            self.rollout.phases["image_pull"] = found
 
 
 class KubernetesSubstrate(Substrate):
@@ -314,7 +350,7 @@ class KubernetesSubstrate(Substrate):
             self._call("GET", PODS, verb="list", resource="pods", query=[("limit", "1")])
         except ApiError as exc:
             self._api.close()
-            raise SubstrateUnavailable(f"k8s: {exc}") from None
+            raise SubstrateUnavailable(str(exc)) from None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -493,7 +529,10 @@ class KubernetesSubstrate(Substrate):
                 "POST", PODS, verb="create", resource="pods", body=self.pod_manifest(name, labels)
             )
         except ApiError as exc:
-            raise SandboxStartError(f"k8s: {exc}") from None
+            if 0 < exc.code < 500:  # refused: nothing was created
+                raise SandboxStartError(str(exc)) from None
+            # No answer (timed out, connection reset) or a server error: the pod may exist.
+            raise SandboxStartError(f"{exc}; {self._delete_after_failure(name)}") from None
         clock.mark("created")
         try:
             resource_version = self._wait_ready(
@@ -506,25 +545,26 @@ class KubernetesSubstrate(Substrate):
                 f"{self.options.ready_timeout:g} s (k8s.ready_timeout): {state}; "
                 f"{self._delete_after_failure(name)}"
             ) from None
-        except (_StartFailed, ApiError) as exc:
+        except _StartFailed as exc:
             raise SandboxStartError(f"k8s: {exc}; {self._delete_after_failure(name)}") from None
+        except ApiError as exc:
+            raise SandboxStartError(f"{exc}; {self._delete_after_failure(name)}") from None
         except BaseException:
             self._delete_after_failure(name)
             raise
-        sandbox = KubernetesSandbox(
+        phases = rollout.phases
+        gap = None  # the image pull time if the kubelet's events are not readable
+        if "scheduled" in phases and "containers_ready" in phases:
+            gap = phases.get("initialized", 0.0) + phases["containers_ready"]
+        return KubernetesSandbox(
             substrate=self,
             name=name,
             container=self._container,
             resource_version=resource_version,
+            pull_fallback=gap,
             workdir=self.workdir,
             rollout=rollout,
         )
-        phases = rollout.phases
-        gap = None
-        if "scheduled" in phases and "containers_ready" in phases:
-            gap = phases.get("initialized", 0.0) + phases["containers_ready"]
-        sandbox._look_up_image_pull(gap)
-        return sandbox
 
     def _wait_ready(
         self, name: str, resource_version: str, clock: PhaseClock, deadline: float
@@ -658,7 +698,7 @@ class KubernetesSubstrate(Substrate):
         try:
             events = self._pod_events(name)
         except ApiError as exc:
-            return f"{state}; events not readable: {exc}"
+            return f"{state}; events not readable: {exc.detail}"
         last = "; ".join(
             f"[{e.get('type')}] {e.get('reason')}: {e.get('message')}" for e in events[-3:]
         )
@@ -685,7 +725,7 @@ class KubernetesSubstrate(Substrate):
         """The pull time the kubelet reported in the pod's Pulled event; 0 if already present."""
         try:
             events = self._pod_events(name)
-        except (ApiError, RolloutTaxError):
+        except ApiError:
             return None
         for event in events:
             if event.get("reason") != "Pulled":
@@ -710,7 +750,7 @@ class KubernetesSubstrate(Substrate):
         except ApiError as exc:
             if exc.code == 404:
                 return
-            raise SandboxError(f"k8s: {exc}") from None
+            raise
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -724,20 +764,17 @@ class KubernetesSubstrate(Substrate):
                 except ApiError as exc:
                     if exc.code == 404:
                         return
-                    raise SandboxError(f"k8s: {exc}") from None
+                    raise
                 resource_version = pod["metadata"]["resourceVersion"]
-            try:
-                with contextlib.closing(self._watch(name, resource_version, remaining)) as events:
-                    for kind, obj in events:
-                        if kind == "DELETED":
-                            return
-                        if kind == "ERROR":
-                            resource_version = ""  # 410 Gone (or worse): read, then watch again
-                            break
-                        metadata = obj.get("metadata") or {}
-                        resource_version = metadata.get("resourceVersion") or resource_version
-            except ApiError as exc:
-                raise SandboxError(f"k8s: {exc}") from None
+            with contextlib.closing(self._watch(name, resource_version, remaining)) as events:
+                for kind, obj in events:
+                    if kind == "DELETED":
+                        return
+                    if kind == "ERROR":
+                        resource_version = ""  # 410 Gone (or worse): read, then watch again
+                        break
+                    metadata = obj.get("metadata") or {}
+                    resource_version = metadata.get("resourceVersion") or resource_version
 
     def _delete_after_failure(self, name: str) -> str:
         """Delete a pod that failed to start; say whether that worked."""
@@ -750,15 +787,12 @@ class KubernetesSubstrate(Substrate):
     def reap(self, session_id: str | None = None) -> int:
         """Delete the pods labelled with ``session_id`` (any session if None) in the namespace."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
-        try:
-            pods = (
-                self._call(
-                    "GET", PODS, verb="list", resource="pods", query=[("labelSelector", selector)]
-                ).get("items")
-                or []
-            )
-        except ApiError as exc:
-            raise SandboxError(f"k8s: {exc}") from None
+        pods = (
+            self._call(
+                "GET", PODS, verb="list", resource="pods", query=[("labelSelector", selector)]
+            ).get("items")
+            or []
+        )
         removed = 0
         for pod in pods:
             try:
@@ -768,7 +802,7 @@ class KubernetesSubstrate(Substrate):
                 removed += 1
             except ApiError as exc:
                 if exc.code != 404:
-                    raise SandboxError(f"k8s: {exc}") from None
+                    raise
         return removed
 
     def close(self) -> None:
@@ -887,8 +921,10 @@ class KubernetesSubstrate(Substrate):
 
     # -- exec ------------------------------------------------------------------------------
 
-    def _open_exec(self, name: str, container: str, command: list[str], stdin: bool) -> Any:
-        """The exec websocket for ``command`` in pod ``name``."""
+    def _open_exec(
+        self, name: str, container: str, command: list[str], stdin: bool, deadline: float | None
+    ) -> Any:
+        """The exec websocket for ``command`` in pod ``name``, connected within the API timeout."""
         query = [("command", part) for part in command] + [
             ("container", container),
             ("stdin", "true" if stdin else "false"),
@@ -896,24 +932,30 @@ class KubernetesSubstrate(Substrate):
             ("stderr", "true"),
             ("tty", "false"),
         ]
+        timeout, by_deadline = API_TIMEOUT[0], False
+        if deadline is not None:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _Deadline
+            if remaining < timeout:
+                timeout, by_deadline = remaining, True
+        request = self._api.param_serialize(
+            "GET",
+            EXEC,
+            path_params={"namespace": self.namespace, "name": name},
+            query_params=query,
+            auth_settings=["BearerToken"],
+        )
         try:
-            return ws_client.create_websocket(
-                self._configuration,
-                *_url_and_headers(
-                    self._api.param_serialize(
-                        "GET",
-                        EXEC,
-                        path_params={"namespace": self.namespace, "name": name},
-                        query_params=query,
-                        auth_settings=["BearerToken"],
-                    )
-                ),
-            )
+            return _websocket(self._configuration, request, timeout)
         except WebSocketBadStatusException as exc:
-            error = self._refused(exc.status_code, exc.resp_body, "create", "pods/exec", name)
+            raise self._refused(
+                exc.status_code, exc.resp_body, "create", "pods/exec", name
+            ) from None
         except (OSError, WebSocketException) as exc:
-            error = self._unreachable(exc)
-        raise SandboxError(f"k8s: {error}")
+            if by_deadline and isinstance(exc, (TimeoutError, WebSocketTimeoutException)):
+                raise _Deadline from None  # the step's deadline, not the API's, ran out
+            raise self._unreachable(exc) from None
 
     def _exec(
         self,
@@ -923,26 +965,37 @@ class KubernetesSubstrate(Substrate):
         *,
         stdin: bytes | None = None,
         deadline: float | None = None,
+        idle: float | None = None,
     ) -> tuple[int, bytes, bytes]:
-        """Run ``command``; its exit code, stdout and stderr. Raises _Deadline past ``deadline``."""
-        ws = self._open_exec(name, container, command, stdin is not None)
+        """Run ``command``; its exit code, stdout and stderr.
+
+        Raises _Deadline past ``deadline``, or when ``idle`` seconds pass without a frame.
+        Neither: it waits as long as the command runs (the connect is always bounded).
+        """
+        ws = self._open_exec(name, container, command, stdin is not None, deadline)
+
+        def arm() -> None:  # the socket timeout for the next send or receive
+            timeout = idle
+            if deadline is not None:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    raise _Deadline
+                timeout = remaining if idle is None else min(remaining, idle)
+            ws.settimeout(timeout)
+
         stdout, stderr, status = bytearray(), bytearray(), bytearray()
         try:
             if stdin is not None:
                 for offset in range(0, len(stdin), STDIN_CHUNK):
+                    arm()
                     ws.send_binary(b"\x00" + stdin[offset : offset + STDIN_CHUNK])
                 if ws.subprotocol == V5:
+                    arm()
                     ws.send_binary(b"\xff\x00")  # v5: close stdin
             while True:
-                if deadline is not None:
-                    remaining = deadline - time.perf_counter()
-                    if remaining <= 0:
-                        raise _Deadline
-                    ws.settimeout(remaining)
+                arm()
                 try:
                     opcode, frame = ws.recv_data_frame(True)
-                except WebSocketTimeoutException:
-                    raise _Deadline from None
                 except (WebSocketConnectionClosedException, ConnectionError):
                     break
                 if opcode == ABNF.OPCODE_CLOSE:
@@ -957,8 +1010,12 @@ class KubernetesSubstrate(Substrate):
                     stderr += payload
                 elif channel == 3:
                     status += payload
+        except WebSocketTimeoutException:
+            raise _Deadline from None
         except (OSError, WebSocketException) as exc:
-            raise SandboxError(f"k8s: exec in pod {name}: {self._unreachable(exc)}") from None
+            raise SandboxError(
+                f"k8s: exec in pod {name}: {self._unreachable(exc).detail}"
+            ) from None
         finally:
             ws.shutdown()
         return self._exit_code(name, bytes(status), bytes(stdout), bytes(stderr))
@@ -969,16 +1026,22 @@ class KubernetesSubstrate(Substrate):
         """Read the ``Status`` of channel 3: Success, or NonZeroExitCode with its ExitCode cause."""
         if not status:
             raise SandboxError(f"k8s: exec in pod {name}: the stream ended without an exit status")
+        unreadable = SandboxError(f"k8s: exec in pod {name}: unreadable exit status")
         try:
             result = json.loads(status)
         except ValueError:
-            raise SandboxError(f"k8s: exec in pod {name}: unreadable exit status") from None
+            raise unreadable from None
+        if not isinstance(result, dict):
+            raise unreadable
         if result.get("status") == "Success":
             return 0, stdout, stderr
         if result.get("reason") == "NonZeroExitCode":
             for cause in (result.get("details") or {}).get("causes") or []:
                 if cause.get("reason") == "ExitCode":
-                    code = int(cause.get("message", 1))
+                    try:
+                        code = int(cause.get("message", 1))
+                    except (TypeError, ValueError):
+                        raise unreadable from None
                     text = stdout.decode("utf-8", "replace")
                     if code == 126 and _OCI_NOT_FOUND.match(text):
                         # docker-based nodes: runc's message on stdout, exit 126
@@ -994,9 +1057,34 @@ class KubernetesSubstrate(Substrate):
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _url_and_headers(request: tuple) -> tuple[str, dict]:
-    """The websocket URL and headers from a serialized GET request."""
-    return ws_client.get_websocket_url(request[1]), request[2]
+def _websocket(configuration: Any, request: tuple, timeout: float) -> WebSocket:
+    """``ws_client.create_websocket`` for a serialized GET request, with ``timeout`` on the
+    connect and the handshake (the client's own takes none, so an unanswered upgrade hangs)."""
+    url, headers = ws_client.get_websocket_url(request[1]), request[2] or {}
+    header = [f"sec-websocket-protocol: {V5},{V4}"]
+    if "authorization" in headers:
+        header.insert(0, f"authorization: {headers['authorization']}")
+    if url.startswith("wss://") and configuration.verify_ssl:
+        ssl_opts: dict[str, Any] = {
+            "cert_reqs": ssl.CERT_REQUIRED,
+            "ca_certs": configuration.ssl_ca_cert or certifi.where(),
+        }
+        if configuration.assert_hostname is not None:
+            ssl_opts["check_hostname"] = configuration.assert_hostname
+    else:
+        ssl_opts = {"cert_reqs": ssl.CERT_NONE}
+    if configuration.cert_file:
+        ssl_opts["certfile"] = configuration.cert_file
+    if configuration.key_file:
+        ssl_opts["keyfile"] = configuration.key_file
+    if configuration.tls_server_name:
+        ssl_opts["server_hostname"] = configuration.tls_server_name
+    options: dict[str, Any] = {"header": header}
+    if configuration.proxy or configuration.proxy_headers:
+        options = ws_client.websocket_proxycare(options, configuration, url, headers)
+    websocket = WebSocket(sslopt=ssl_opts, skip_utf8_validation=False)
+    websocket.connect(url, timeout=timeout, **options)
+    return websocket
 
 
 def _merge(base: dict, over: Mapping[str, Any]) -> dict:

@@ -10,8 +10,9 @@ node would produce (PodScheduled, Initialized, ContainersReady, Ready; Scheduled
 Pulled, Created, Started).
 
 Faults are requested per pod with the label or annotation ``rollout-tax.test/simulate``:
-``unschedulable`` (the pod stays Pending with an Unschedulable condition) or
-``image-pull-failure`` (ErrImagePull, then ImagePullBackOff). The scheduler also refuses pods
+``unschedulable`` (the pod stays Pending with an Unschedulable condition),
+``image-pull-failure`` (ErrImagePull, then ImagePullBackOff) or ``lost-create-response`` (the
+pod is created, but the connection is reset before the answer). The scheduler also refuses pods
 that a real one would: a node selector the node does not match, more cpu or memory than it has.
 
 Test infrastructure only: its timings are docker's, never Kubernetes timings.
@@ -761,6 +762,8 @@ class KubeAPIStandIn:
         runtime = PodRuntime(uid=meta["uid"])
         self.pods[(namespace, name)] = runtime
         runtime.task = self._spawn(self._kubelet(namespace, name, runtime))
+        if self._simulate(pod) == "lost-create-response" and request.transport is not None:
+            request.transport.abort()  # created, but the client never hears of it
         return web.json_response(pod, status=201)
 
     @staticmethod
