@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shlex
 import sys
 import tempfile
 import time
@@ -67,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                     target.host, target.port, user=target.user, keys=keys, verify_host_key=verify
                 )
 
-            command = shlex.join(shell_command(list(NOOP), env=None, cwd=WORKDIR))
+            command = shell_command(list(NOOP), env=None, cwd=WORKDIR)[-1]  # what ec2 sends
             shared = connect()
 
             def multiplexed() -> float:

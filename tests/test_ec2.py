@@ -11,20 +11,27 @@ import hashlib
 import json
 import os
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from support.ec2_moto import (
+    ACCESS_KEY,
     REPO,
+    SECRET_KEY,
     SECRETS,
+    auth_failures,
     ec2_client,
     free_port,
+    set_pids_limit,
     start_sshd,
     substrate_opt_args,
+    wait_until,
 )
 
 from pytest_rollout_tax.errors import (
     ConfigError,
     CredentialsMissing,
+    SandboxError,
     SandboxStartError,
     StepTimeout,
     SubstrateUnavailable,
@@ -98,8 +105,9 @@ def test_exec_megabyte_outputs_on_both_streams(sandbox_ec2):
 def test_timeout_kills_the_process_group_and_the_sandbox_stays_usable(sandbox_ec2):
     sb = sandbox_ec2
     connection = sb.exec("echo $SSH_CONNECTION").stdout
-    with pytest.raises(StepTimeout, match=sb.instance_id):
-        sb.exec("sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait", timeout=2)
+    with pytest.raises(StepTimeout) as info:
+        sb.exec("sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait # tok3n", timeout=2)
+    assert str(info.value) == "ec2: step ran past its 2 s timeout; killed"  # no command line
     assert sb.rollout.steps[-1].exit_code is None
     assert sb.exec("cat shell.pid child.pid | wc -l").stdout.strip() == "2"
     alive = sb.exec(
@@ -111,6 +119,28 @@ def test_timeout_kills_the_process_group_and_the_sandbox_stays_usable(sandbox_ec
     sb.write_file("after.txt", "still usable")
     assert sb.read_file("after.txt") == "still usable"
     assert sb.exec("echo $SSH_CONNECTION").stdout == connection  # the same connection
+
+
+def test_the_login_shell_execs_the_command_itself(sandbox_ec2):
+    """Like a docker exec, a command costs one process: no ``sh -c`` between it and sshd."""
+    assert sandbox_ec2.exec("cat /proc/$PPID/comm").stdout == "sshd\n"
+    pid, session = sandbox_ec2.exec("echo $$ $(ps -o sid= -p $$)").stdout.split()
+    assert pid == session  # the command is the session leader sshd started
+
+
+def test_a_refused_command_on_a_live_connection_fails_in_one_line(sandbox_ec2, sshd_target):
+    sb = sandbox_ec2
+    assert sb.exec("true").ok
+    set_pids_limit(sshd_target.container, 1)  # sshd cannot fork: it refuses the exec request
+    try:
+        with pytest.raises(SandboxError) as info:
+            sb.exec("echo never")
+    finally:
+        set_pids_limit(sshd_target.container, -1)
+    message = str(info.value)
+    assert message.startswith(f"ec2: SSH command on {sb.instance_id} failed: SSHException")
+    assert "\n" not in message
+    assert sb.exec("echo ok").stdout == "ok\n"  # the connection stayed up and usable
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -136,6 +166,27 @@ def test_files_are_byte_exact(sandbox_ec2):
     with pytest.raises(FileNotFoundError):
         sb.read_file("missing.txt")
     assert [s.kind for s in sb.rollout.steps].count("read_file") == 5
+
+
+def test_a_file_step_that_gets_no_sftp_answer_times_out(make_ec2, sshd_target):
+    container = sshd_target.container
+    sb = make_ec2().start(timeout=2)
+    pool = ThreadPoolExecutor(1)
+    try:
+        sb.write_file("a.txt", "first")  # the SFTP session is open
+        container.exec_run(["pkill", "-STOP", "-x", "sftp-server"])  # it stops answering
+        read = pool.submit(sb.read_file, "a.txt")
+        error = read.exception(timeout=120)  # a guard against hanging forever, not a measure
+    finally:
+        container.exec_run(["pkill", "-KILL", "-x", "sftp-server"])
+        pool.shutdown()
+    assert isinstance(error, StepTimeout)
+    assert (
+        str(error) == "ec2: file step got no SFTP answer within its 2 s timeout; connection dropped"
+    )
+    assert sb.read_file("a.txt") == "first"  # a new connection, a new SFTP session
+    assert sb.exec("echo ok").stdout == "ok\n"
+    sb.close()
 
 
 def test_write_recreates_a_directory_removed_behind_its_back(sandbox_ec2):
@@ -287,6 +338,56 @@ def test_no_region_is_a_config_error(ec2_aws_env, monkeypatch, ec2_opts):
     assert EC2Substrate(**ec2_opts, region="eu-west-1").region == "eu-west-1"
 
 
+@pytest.fixture
+def role_profile(ec2_aws_env, ec2_proxy, monkeypatch, tmp_path) -> str:
+    """An assume-role profile whose credentials come from STS (moto, through the proxy) only
+    when first used, as with SSO or a role; its name."""
+    config = tmp_path / "aws-config"
+    config.write_text(
+        "[profile base]\n"
+        f"aws_access_key_id = {ACCESS_KEY}\n"
+        f"aws_secret_access_key = {SECRET_KEY}\n"
+        "[profile rollout-tax-role]\n"
+        "role_arn = arn:aws:iam::123456789012:role/rollout-tax-test\n"
+        "source_profile = base\n"
+    )
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", ec2_proxy.url)
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    return "rollout-tax-role"
+
+
+def test_lazily_fetched_credentials_that_fail_are_one_line(
+    make_ec2, role_profile, ec2_faults, monkeypatch
+):
+    assert make_ec2(profile=role_profile, ami="").region  # the role's credentials work...
+    assert ec2_faults.actions.count("AssumeRole") == 1  # ...and are fetched from STS
+    monkeypatch.setenv("AWS_ENDPOINT_URL_STS", f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(SubstrateUnavailable) as info:
+        make_ec2(profile=role_profile)
+    message = str(info.value)
+    assert message.startswith(
+        "ec2: cannot load the configured AWS credentials: EndpointConnectionError"
+    )
+    assert "\n" not in message and not any(secret in message for secret in SECRETS)
+
+
+def test_a_refused_assume_role_fails_every_rollout_in_one_line(
+    pytester, ec2_opts, role_profile, ec2_faults
+):
+    ec2_faults.fail("AssumeRole", "AccessDenied", f"not authorized; key {ACCESS_KEY}", status=403)
+    pytester.makepyfile(test_workload=WORKLOAD)
+    opts = ec2_opts | {"profile": role_profile}
+    result = pytester.runpytest("--substrate=ec2", *substrate_opt_args(opts))
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines(
+        ["*ec2: cannot load the configured AWS credentials: AssumeRole failed (AccessDenied)*"]
+    )
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and not any(secret in output for secret in SECRETS)
+    assert ec2_faults.actions.count("AssumeRole") == 1  # remembered: not retried per rollout
+
+
 def test_unreachable_endpoint_is_named(make_ec2):
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(SubstrateUnavailable) as info:
@@ -398,18 +499,44 @@ def test_ssh_never_ready_names_host_and_port_and_terminates(make_ec2, moto_serve
 
 
 def test_ssh_authentication_failure(make_ec2, ec2_keys, ec2_faults, moto_server, sshd_target):
-    substrate = make_ec2(ssh_key=str(ec2_keys["wrong"].private))
+    substrate = make_ec2(ssh_key=str(ec2_keys["wrong"].private), ready_timeout="2")
     with pytest.raises(SandboxStartError) as info:
         substrate.start()
     message = str(info.value)
     assert f"SSH authentication as 'root' with key {ec2_keys['wrong'].private} failed" in message
-    assert f"on {sshd_target.connect}" in message
+    assert f"on {sshd_target.connect}" in message and "until the 2 s ready_timeout" in message
     instance_id = message.split("(instance ")[1].split(")")[0]
     assert state(moto_server, instance_id) in GONE
     launches = ec2_faults.actions.count("RunInstances")
     with pytest.raises(SandboxStartError, match="earlier in this session; not retried"):
         substrate.start()
     assert ec2_faults.actions.count("RunInstances") == launches  # no second paid launch
+
+
+def test_authentication_is_retried_while_the_key_is_not_installed_yet(
+    make_ec2, docker_client, sshd_image, ec2_keys
+):
+    """As on an AMI where cloud-init installs the user's key after sshd has started."""
+    target = start_sshd(docker_client, sshd_image, ec2_keys["wrong"])  # not our key, yet
+    pool = ThreadPoolExecutor(1)
+    try:
+        substrate = make_ec2(connect=target.connect)
+        starting = pool.submit(substrate.start)
+        wait_until(
+            lambda: starting.done() or auth_failures(target.container) > 0,
+            60,
+            "no SSH authentication failed",
+        )
+        install = f"printf '%s\\n' '{ec2_keys['good'].public}' > /root/.ssh/authorized_keys"
+        target.container.exec_run(["sh", "-c", install])
+        with starting.result(timeout=120) as sb:
+            assert sb.exec("echo hi").stdout == "hi\n"
+        assert auth_failures(target.container) >= 1
+        with substrate.start() as again:  # no session-wide "authentication failed" verdict
+            assert again.exec("true").ok
+    finally:
+        pool.shutdown()
+        target.container.remove(force=True)
 
 
 def test_configuration_errors(make_ec2, tmp_path, ec2_keys):
@@ -541,7 +668,9 @@ def test_price_per_hour_puts_dollars_next_to_worker_hours(pytester, ec2_opts):
     ec2 = json.loads((pytester.path / "report.json").read_text())["substrates"]["ec2"]
     assert ec2["price_per_hour"] == 0.0416
     assert ec2["cost_usd"] == pytest.approx(ec2["worker_hours"] * 0.0416)
-    result.stdout.fnmatch_lines(["*worker*", "*$*", "ec2 *$*"])
+    result.stdout.fnmatch_lines(
+        ["*worker*", "ec2: the projected worker-hours cost $* at $0.0416 per sandbox-hour"]
+    )
 
 
 def test_missing_sdk_names_the_extra(monkeypatch):

@@ -9,19 +9,23 @@ handshake, host key, authentication, work directory) and ``first_exec``.
 Data plane: paramiko. One SSH transport per sandbox carries every command as a channel and
 every file over one SFTP session, so a step costs a channel round trip, not a new connection.
 Host keys are accepted on first contact and pinned per instance; a changed key is refused.
+The login shell runs each command line itself and replaces itself with the command (``exec``),
+so a no-op costs one process spawn, as on the other substrates.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import posixpath
 import select
 import shlex
+import signal
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +50,7 @@ try:
     import botocore.session
     import paramiko
     from botocore.config import Config as BotoConfig
+    from paramiko.common import MSG_CHANNEL_REQUEST
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise SubstrateUnavailable(
         f"substrate 'ec2' needs boto3 and paramiko ({exc.name} is not installed): "
@@ -67,8 +72,15 @@ GONE_STATES = ("shutting-down", "terminated", "stopping", "stopped")
 LIVE_STATES = ("pending", "running", "stopping", "stopped")
 #: Seconds for one TCP connect / SSH handshake attempt (bounded by ``ready_timeout`` too).
 CONNECT_TIMEOUT = 10.0
+#: Seconds between SSH attempts after an authentication failure (at least ``poll_interval``).
+#: Early failures are normal while cloud-init installs the user and key, but each one is logged
+#: (and, from OpenSSH 9.8, penalized) by sshd, so they are not repeated at ``poll_interval``.
+AUTH_RETRY_INTERVAL = 1.0
 #: Seconds to wait for a timed-out command's channel to close after it was killed.
 KILL_GRACE = 5.0
+#: Seconds one SFTP request may go unanswered when the sandbox has no step timeout; then the
+#: connection is dropped (the next step reconnects) instead of a file step hanging forever.
+SFTP_TIMEOUT = 300.0
 #: Seconds to wait for the API to report a terminated instance as shutting down.
 TERMINATE_TIMEOUT = 60.0
 #: Exit code reported when the remote side ends a command without an exit status.
@@ -103,7 +115,7 @@ _UNREACHABLE = (
 )
 
 
-class SSHError(RolloutTaxError):
+class SSHError(SandboxError):
     """The SSH connection to a live instance failed, was lost, or presented a changed key."""
 
 
@@ -173,6 +185,42 @@ def endpoint(connect: str) -> tuple[str, int] | None:
 # -- SSH ----------------------------------------------------------------------------------------
 
 
+def _channel_request(channel: paramiko.Channel, message: paramiko.Message) -> None:
+    """paramiko's channel-request handler, plus ``exit-signal``, which paramiko ignores.
+
+    A command killed by a signal reports the signal's name instead of an exit status; it is
+    kept on the channel (``rollout_tax_signal``) so the exit code can be 128 + its number.
+    """
+    start = message.packet.tell()
+    if message.get_text() == "exit-signal":
+        message.get_boolean()  # want_reply
+        channel.rollout_tax_signal = message.get_text()  # type: ignore[attr-defined]
+    message.packet.seek(start)
+    paramiko.Channel._handle_request(channel, message)
+
+
+class _Transport(paramiko.Transport):
+    """A paramiko transport that also records ``exit-signal`` (see :func:`_channel_request`)."""
+
+    _channel_handler_table = {  # noqa: RUF012 - paramiko's own table, extended
+        **paramiko.Transport._channel_handler_table,
+        MSG_CHANNEL_REQUEST: _channel_request,
+    }
+
+
+def _exit_code(channel: paramiko.Channel) -> int | None:
+    """The command's exit status, 128 + N if signal N killed it, None if neither came."""
+    if channel.exit_status >= 0:
+        return channel.exit_status
+    name = getattr(channel, "rollout_tax_signal", None)
+    if name is None:
+        return None
+    try:
+        return 128 + signal.Signals[f"SIG{name}"].value
+    except KeyError:  # a signal this platform does not know
+        return NO_STATUS
+
+
 class SSHConnection:
     """One authenticated SSH connection: each command a channel, files over one SFTP session."""
 
@@ -195,7 +243,7 @@ class SSHConnection:
         """Connect, check the host key, authenticate; raises what failed, unwrapped."""
         sock = socket.create_connection((host, port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        transport = paramiko.Transport(sock)
+        transport = _Transport(sock)
         try:
             transport.set_log_channel(SSH_LOG)
             transport.banner_timeout = timeout
@@ -224,11 +272,13 @@ class SSHConnection:
     def alive(self) -> bool:
         return self.transport.is_active()
 
-    def run(self, command: str, *, timeout: float | None, label: str = "") -> RawResult:
+    def run(self, command: str, *, timeout: float | None, name: str = "ec2") -> RawResult:
         """Run a shell command line in a new channel; on timeout kill its process group.
 
-        The line is prefixed with ``echo $$``: sshd makes the login shell a session and
-        process group leader, so its pid names the group a timeout kills.
+        The login shell runs the line itself. It is prefixed with ``echo $$``: sshd makes the
+        login shell a session and process group leader (the command it execs keeps
+        its pid), so that pid names the group a timeout kills. ``name`` prefixes error messages,
+        which never include the command: it may carry secrets.
         """
         deadline = None if timeout is None else time.perf_counter() + timeout
         channel = self._channel()
@@ -239,31 +289,35 @@ class SSHConnection:
             finished = self._pump(channel, stdout, stderr, deadline)
             if not finished:
                 self._kill(channel, stdout, stderr)
-                raise StepTimeout(f"{label}ran past its {timeout:g} s timeout; killed")
+                raise StepTimeout(f"{name}: step ran past its {timeout:g} s timeout; killed")
             # The exit status follows the end of output closely: allow it a moment.
             grace = None if deadline is None else max(0.5, deadline - time.perf_counter())
             if not channel.status_event.wait(grace):
                 self._kill(channel, stdout, stderr)
-                raise StepTimeout(f"{label}ran past its {timeout:g} s timeout; killed")
-            if channel.exit_status < 0 and not self.alive:
-                raise SSHError(f"SSH connection to {self.where} lost during a command")
+                raise StepTimeout(f"{name}: step ran past its {timeout:g} s timeout; killed")
+            code = _exit_code(channel)
+            if code is None:
+                if not self.alive:
+                    raise SSHError(f"{name}: SSH connection to {self.where} lost during a command")
+                code = NO_STATUS
             _, output = _split_pid(stdout)
-            code = channel.exit_status if channel.exit_status >= 0 else NO_STATUS
             return RawResult(code, bytes(output), bytes(stderr))
         finally:
             channel.close()
 
-    def check_call(self, command: str, *, timeout: float, label: str = "") -> None:
-        """Run ``command``; raise SSHError naming its stderr unless it exits 0."""
-        result = self.run(command, timeout=timeout, label=f"{label}{command!r} ")
+    def check_call(self, command: str, *, timeout: float, name: str = "ec2") -> None:
+        """Run ``command`` (one of ours); raise SSHError naming it and its stderr unless it
+        exits 0."""
+        result = self.run(command, timeout=timeout, name=name)
         if result.exit_code != 0:
             detail = result.stderr.decode("utf-8", "replace").strip()[:200]
             raise SSHError(
-                f"{label}{command!r} exited {result.exit_code} on {self.where}: {detail}"
+                f"{name}: {command!r} exited {result.exit_code} on {self.where}: {detail}"
             )
 
-    def sftp(self) -> paramiko.SFTPClient:
-        """The connection's SFTP session, opened on first use."""
+    def sftp(self, timeout: float) -> paramiko.SFTPClient:
+        """The connection's SFTP session, opened on first use; each of its requests may wait
+        ``timeout`` seconds for an answer, then raises TimeoutError."""
         if self._sftp is None:
             try:
                 self._sftp = paramiko.SFTPClient.from_transport(self.transport)
@@ -273,7 +327,17 @@ class SSHConnection:
                 raise SSHError(f"no SFTP on {self.where}: {_describe(exc)}") from None
             if self._sftp is None:
                 raise SSHChannelError(f"SSH connection to {self.where} closed")
+        self._sftp.get_channel().settimeout(timeout)
         return self._sftp
+
+    def drop_sftp(self) -> None:
+        """Forget the SFTP session (after an error left it unusable); the next use opens one."""
+        sftp, self._sftp = self._sftp, None
+        if sftp is not None:
+            try:
+                sftp.close()
+            except Exception as exc:  # already broken: that is why it is dropped
+                log.debug("ec2: closing SFTP on %s: %s", self.where, exc)
 
     def close(self) -> None:
         try:
@@ -341,6 +405,10 @@ class SSHConnection:
         self._pump(channel, stdout, stderr, grace)
 
 
+class _Dropped(Exception):
+    """Internal: the connection dropped during a file step, which may be retried."""
+
+
 def _split_pid(stdout: bytearray) -> tuple[int | None, bytearray]:
     """The pid line the wrapper prints first, and the command's own output after it."""
     line, sep, rest = bytes(stdout).partition(b"\n")
@@ -385,18 +453,22 @@ class EC2Sandbox(Sandbox):
     def _run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        command = shlex.join(shell_command(argv, env=env, cwd=cwd))
-        shown = repr(argv) if len(repr(argv)) <= 120 else repr(argv)[:117] + "..."
-        label = f"{self.substrate.name}: {shown} on {self.instance_id} "
-        return self._over_ssh(
-            lambda c: c.run(command, timeout=timeout, label=label), idempotent=False
-        )
+        # The ``cd DIR && exec ARGV`` line of shell_command, without its ``sh -c``: sshd hands
+        # it to the login shell, which runs it and becomes the command (one process spawn).
+        command = shell_command(argv, env=env, cwd=cwd)[-1]
+        name = self.substrate.name
+        return self._over_ssh(lambda c: c.run(command, timeout=timeout, name=name), file=False)
 
     def _write(self, path: str, data: bytes) -> None:
-        self._over_ssh(lambda c: self._put(c.sftp(), path, data), idempotent=True)
+        self._over_ssh(lambda c: self._put(c.sftp(self._sftp_timeout), path, data), file=True)
 
     def _read(self, path: str) -> bytes:
-        return self._over_ssh(lambda c: self._get(c.sftp(), path), idempotent=True)
+        return self._over_ssh(lambda c: self._get(c.sftp(self._sftp_timeout), path), file=True)
+
+    @property
+    def _sftp_timeout(self) -> float:
+        """How long one SFTP request may go unanswered: the step timeout, if one is set."""
+        return self.timeout if self.timeout else SFTP_TIMEOUT
 
     def _destroy(self) -> None:
         if self._connection is not None:
@@ -414,24 +486,64 @@ class EC2Sandbox(Sandbox):
                 f"pytest --rollout-reap --substrate={name} removes it"
             ) from None
 
-    def _over_ssh(self, operation: Callable[[SSHConnection], Any], *, idempotent: bool) -> Any:
+    def _over_ssh(self, operation: Callable[[SSHConnection], Any], *, file: bool) -> Any:
         """``operation(connection)``; after a dropped connection, reconnect and retry once
-        if nothing ran yet (no channel opened) or the operation may safely be repeated."""
+        if nothing ran yet (no channel opened) or it is a file step (safe to repeat).
+
+        Every SSH failure becomes one line: :class:`SSHError`, or :class:`StepTimeout` for
+        an SFTP request unanswered within the step timeout. File errors the SFTP server
+        reports (an ``OSError`` with an errno) pass through as they are.
+        """
         connection = self.connection()
         try:
+            return self._attempt(connection, operation, file=file, retry=True)
+        except (SSHChannelError, _Dropped):
+            connection.close()
+        return self._attempt(self.connection(), operation, file=file, retry=False)
+
+    def _attempt(
+        self,
+        connection: SSHConnection,
+        operation: Callable[[SSHConnection], Any],
+        *,
+        file: bool,
+        retry: bool,
+    ) -> Any:
+        """One try of :meth:`_over_ssh`; raises _Dropped if ``retry`` and it may be retried."""
+        name = self.substrate.name
+        failure: BaseException
+        try:
             return operation(connection)
-        except SSHChannelError:
-            pass
-        except (paramiko.SSHException, EOFError, OSError) as exc:
-            if connection.alive or (isinstance(exc, OSError) and exc.errno is not None):
-                raise
-            if not idempotent:
-                raise SSHError(
-                    f"{self.substrate.name}: SSH connection to {self.instance_id} lost: "
-                    f"{_describe(exc)}"
+        except TimeoutError:  # only SFTP requests have a channel timeout
+            connection.close()  # the connection may be dead; its SFTP session is unusable
+            if self.timeout:
+                raise StepTimeout(
+                    f"{name}: file step got no SFTP answer within its {self.timeout:g} s "
+                    "timeout; connection dropped"
                 ) from None
+            raise SSHError(
+                f"{name}: SFTP on {self.instance_id} got no answer within {SFTP_TIMEOUT:g} s; "
+                "connection dropped"
+            ) from None
+        except OSError as exc:
+            if exc.errno is not None:  # an error status of the SFTP server: a file error
+                raise
+            failure = exc
+        except (paramiko.SSHException, paramiko.SFTPError, EOFError) as exc:
+            failure = exc
+        if connection.alive:  # the connection is fine; that request failed
+            if file:
+                connection.drop_sftp()
+            raise SSHError(
+                f"{name}: SSH {'file step' if file else 'command'} on {self.instance_id} "
+                f"failed: {_describe(failure)}"
+            ) from None
+        if retry and file:
+            raise _Dropped
         connection.close()
-        return operation(self.connection())
+        raise SSHError(
+            f"{name}: SSH connection to {self.instance_id} lost: {_describe(failure)}"
+        ) from None
 
     def connection(self) -> SSHConnection:
         """The sandbox's SSH connection; reconnects once (same pinned host key) if it dropped."""
@@ -514,17 +626,21 @@ class EC2Substrate(Substrate):
         except aws_errors.ProfileNotFound:
             raise ConfigError(f"{self.name}.profile={opts.profile}: no such AWS profile") from None
         try:
-            credentials = self.session.get_credentials()
-        except aws_errors.BotoCoreError as exc:
+            # Assume-role, SSO and process credentials are fetched here, on first use. A
+            # failure is reported below in one line; botocore's warning would add a traceback.
+            with _quiet_in_this_thread("botocore.credentials"):
+                credentials = self.session.get_credentials()
+                frozen = None if credentials is None else credentials.get_frozen_credentials()
+        except (aws_errors.ClientError, aws_errors.BotoCoreError) as exc:
             raise SubstrateUnavailable(
-                f"{self.name}: cannot load the configured AWS credentials: {_describe(exc)}"
+                f"{self.name}: cannot load the configured AWS credentials: "
+                f"{_credentials_failure(exc)}"
             ) from None
-        if credentials is None:
+        if frozen is None:
             raise CredentialsMissing(
                 f"{self.name}: no AWS credentials found (environment, shared credentials or "
                 "config file, SSO, container or instance role); configure them to run on ec2"
             )
-        frozen = credentials.get_frozen_credentials()
         self._secrets = [s for s in (frozen.secret_key, frozen.token, frozen.access_key) if s]
         self.region = self.session.region_name
         if not self.region:
@@ -569,7 +685,7 @@ class EC2Substrate(Substrate):
             try:
                 workdir = opts.workdir.replace("{instance_id}", instance_id)
                 connection.check_call(
-                    f"mkdir -p -- {shlex.quote(workdir)}", timeout=60, label=f"{self.name}: "
+                    f"mkdir -p -- {shlex.quote(workdir)}", timeout=60, name=self.name
                 )
             except BaseException:
                 connection.close()
@@ -669,6 +785,7 @@ class EC2Substrate(Substrate):
         opts: EC2Options = self.options
         assert self._keys is not None
         last = "no attempt made"
+        auth_failed = False
         while True:
             attempt = max(0.5, min(CONNECT_TIMEOUT, deadline - time.perf_counter()))
             try:
@@ -681,20 +798,28 @@ class EC2Substrate(Substrate):
                     timeout=attempt,
                 )
             except paramiko.AuthenticationException:
-                message = (
-                    f"{self.name}: SSH authentication as {opts.ssh_user!r} with "
-                    f"{self._key_source()} failed on {host}:{port} (instance {instance_id}); "
-                    f"check {self.name}.ssh_user, {self.name}.ssh_key and {self.name}.key_name"
-                )
-                self._auth_failure = message
-                raise SandboxStartError(message) from None
+                # Normal while cloud-init has not yet installed the user and key: retried.
+                auth_failed = True
             except SSHError:
                 raise
             except (OSError, EOFError, paramiko.SSHException) as exc:
+                auth_failed = False
                 last = _describe(exc)
-            if not retry or time.perf_counter() + opts.poll_interval > deadline:
+            interval = max(opts.poll_interval, AUTH_RETRY_INTERVAL if auth_failed else 0.0)
+            if not retry or time.perf_counter() + interval > deadline:
                 break
-            time.sleep(opts.poll_interval)
+            time.sleep(interval)
+        if auth_failed:
+            message = (
+                f"{self.name}: SSH authentication as {opts.ssh_user!r} with "
+                f"{self._key_source()} failed on {host}:{port} (instance {instance_id})"
+                + (f" until the {opts.ready_timeout:g} s ready_timeout" if retry else "")
+                + f"; check {self.name}.ssh_user, {self.name}.ssh_key and {self.name}.key_name"
+            )
+            if not retry:  # a live sandbox's reconnection: that key worked before
+                raise SSHError(message)
+            self._auth_failure = message  # every later rollout of the session fails at once
+            raise SandboxStartError(message)
         if retry:
             raise SandboxStartError(
                 f"{self.name}: SSH on {host}:{port} (instance {instance_id}) was not ready within "
@@ -919,6 +1044,31 @@ def _botocore_session() -> botocore.session.Session:
 
 def _code(exc: aws_errors.ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+@contextlib.contextmanager
+def _quiet_in_this_thread(logger_name: str) -> Iterator[None]:
+    """Drop what ``logger_name`` logs from this thread while the block runs."""
+    thread = threading.get_ident()
+    logger = logging.getLogger(logger_name)
+
+    def other_threads(record: logging.LogRecord) -> bool:
+        return record.thread != thread
+
+    logger.addFilter(other_threads)
+    try:
+        yield
+    finally:
+        logger.removeFilter(other_threads)
+
+
+def _credentials_failure(exc: BaseException) -> str:
+    """Why the credentials could not be loaded, in one line that carries no secret."""
+    if isinstance(exc, aws_errors.ClientError):  # e.g. AssumeRole refused: the code says why
+        return f"{exc.operation_name} failed ({_code(exc)})"
+    if isinstance(exc, aws_errors.CredentialRetrievalError):  # its text may be a process's
+        return f"{type(exc).__name__} from {exc.kwargs.get('provider', 'a provider')}"
+    return _describe(exc)
 
 
 def _first_line(text: str) -> str:

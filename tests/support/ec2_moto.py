@@ -370,6 +370,20 @@ def start_sshd(client, image: str, key: KeyFiles, host_port: int | None = None) 
     return SSHTarget(container, "127.0.0.1", port, "root", key)
 
 
+def set_pids_limit(container, limit: int) -> None:
+    """Cap the processes in ``container`` (-1: no cap): sshd then cannot fork a command, and
+    refuses an ``exec`` request on a connection that stays up. docker-py's ``update`` has no
+    such parameter, so this posts to the engine's update endpoint itself."""
+    api = container.client.api
+    url = api._url("/containers/{0}/update", container.id)
+    api._raise_for_status(api._post_json(url, data={"PidsLimit": limit}))
+
+
+def auth_failures(container) -> int:
+    """How many SSH connections to the sshd in ``container`` ended in failed authentication."""
+    return container.logs().count(b"Connection closed by authenticating user")
+
+
 # -- fixtures -----------------------------------------------------------------------------------
 
 
