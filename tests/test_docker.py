@@ -16,9 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import requests.exceptions
 
 from pytest_rollout_tax import StepTimeout, get_substrate
-from pytest_rollout_tax.errors import ConfigError, RolloutTaxError, SubstrateUnavailable
+from pytest_rollout_tax.errors import (
+    ConfigError,
+    RolloutTaxError,
+    SandboxError,
+    SandboxStartError,
+    SubstrateUnavailable,
+)
 from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates import docker as docker_substrate
 from pytest_rollout_tax.substrates.docker import OWNER_LABEL, DockerSandbox, DockerSubstrate
@@ -120,6 +127,35 @@ def test_a_start_interrupted_after_create_removes_its_container(
     assert docker_client.containers.list(all=True, filters={"label": label}) == []
 
 
+@pytest.mark.parametrize(
+    "lost",
+    [requests.exceptions.ReadTimeout, requests.exceptions.ConnectionError, KeyboardInterrupt],
+    ids=["timeout", "reset", "interrupt"],
+)
+def test_a_start_whose_create_response_is_lost_removes_the_container_by_name(
+    sandbox_image, docker_client, monkeypatch, lost
+):
+    """The engine created the container but its id never arrived: it is removed by name."""
+    substrate = get_substrate("docker", session_id=f"test-{new_id()}", image=sandbox_image)
+    created = []
+    create = substrate.api.create_container
+
+    def create_then_lose_the_response(*args, **kwargs):
+        created.append(create(*args, **kwargs)["Id"])
+        raise lost("the response to the create request was lost")
+
+    monkeypatch.setattr(substrate.api, "create_container", create_then_lose_the_response)
+    label = f"{SESSION_LABEL}={substrate.session_id}"
+    try:
+        with pytest.raises((KeyboardInterrupt, SandboxStartError)):
+            substrate.start()
+        assert len(created) == 1
+        assert docker_client.containers.list(all=True, filters={"label": label}) == []
+    finally:
+        substrate.reap(substrate.session_id)  # only if the assertion above failed
+        substrate.close()
+
+
 # -- exec semantics ------------------------------------------------------------------------------
 
 
@@ -190,6 +226,31 @@ def test_invalid_utf8_output_is_replaced_not_raised(box):
     assert box.exec(["printf", "\\377ok"]).stdout == "\ufffdok"
 
 
+@pytest.mark.parametrize("forced", ["sdk-internals-missing", "other-transport"])
+def test_the_sdks_own_reader_is_the_fallback_and_reads_the_same(box, monkeypatch, forced):
+    """Without the SDK internals ``_exec_output`` reads through (a future docker SDK or
+    urllib3), or on ssh / named-pipe transports, the SDK's own reader takes over."""
+    used = []
+    sdk_output = docker_substrate._sdk_output
+    monkeypatch.setattr(
+        docker_substrate, "_sdk_output", lambda sock: used.append(sock) or sdk_output(sock)
+    )
+    if forced == "sdk-internals-missing":
+        monkeypatch.setattr(docker_substrate, "_http_reader", _without_internals)
+    else:
+        monkeypatch.setattr(docker_substrate, "_plain_socket", lambda base_url: False)
+    result = box.exec("for i in $(seq 300); do echo o$i; echo e$i >&2; done; exit 3", timeout=30)
+    assert result.exit_code == 3
+    assert result.stdout.split() == [f"o{i}" for i in range(1, 301)]
+    assert result.stderr.split() == [f"e{i}" for i in range(1, 301)]
+    assert box.exec(["true"]).stdout == "" and box.exec(["true"]).ok
+    assert len(used) == 3
+
+
+def _without_internals(sock):
+    raise AttributeError("'HTTPResponse' object has no attribute '_fp'")
+
+
 def test_probes_time_noop_execs_without_recording_steps(box):
     steps = len(box.rollout.steps)
     samples = box.probe(3)
@@ -250,8 +311,10 @@ def test_reads_follow_symlinks_and_refuse_directories_and_missing_files(box):
 
 
 def test_a_step_timeout_kills_the_process_group_and_the_sandbox_stays_usable(box):
-    with pytest.raises(StepTimeout, match=r"0\.5 s timeout"):
-        box.exec("sleep 301 & sleep 302; echo never", timeout=0.5)
+    with pytest.raises(StepTimeout) as caught:
+        box.exec("TOKEN=hunter2-secret; sleep 301 & sleep 302; echo never", timeout=0.5)
+    # the same reason for every such step, and never the command line (it may hold secrets)
+    assert str(caught.value) == "docker: step ran past its 0.5 s timeout; killed"
     assert box.rollout.steps[-1].exit_code is None
     processes = out(box, ["ps", "-eo", "args"])
     assert "sleep 301" not in processes and "sleep 302" not in processes
@@ -303,8 +366,10 @@ def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(b
         box.timeout = None
     assert commands == [["true"], ["true"], ["timeout", "-s", "KILL", "30.000", "echo"]]
     monkeypatch.setattr(docker_substrate, "_exec_output", _never_answers)
-    with pytest.raises(StepTimeout, match=r"\['true'\] ran past its 0\.2 s timeout"):
+    with pytest.raises(StepTimeout) as caught:
         box.exec(["true"], timeout=0.2)
+    # never started, so it cannot be killed from here; the message names no command
+    assert str(caught.value) == "docker: step ran past its 0.2 s timeout; it may still be running"
 
 
 def _never_answers(api, exec_id, timeout):
@@ -328,9 +393,9 @@ def test_a_container_removed_behind_its_back_is_a_clear_error_and_close_still_wo
 ):
     sandbox = dsub.start()
     docker_client.containers.get(sandbox.container_id).remove(force=True)
-    with pytest.raises(RolloutTaxError, match=r"^docker: exec in container \w{12} failed: "):
+    with pytest.raises(SandboxError, match=r"^docker: exec in container \w{12} failed: "):
         sandbox.exec("true")
-    with pytest.raises(RolloutTaxError, match="is gone"):
+    with pytest.raises(SandboxError, match="is gone"):
         sandbox.read_file("x")
     sandbox.close()
     assert sandbox.rollout.teardown_s is not None

@@ -70,8 +70,9 @@ class TestSandboxContract:
             yield sandbox
 
     def test_cold_start_is_create_then_first_exec(self, sb: E2BSandbox) -> None:
-        assert list(sb.rollout.phases) == ["create", "first_exec"]
-        assert sb.rollout.cold_start_s == pytest.approx(sum(sb.rollout.phases.values()))
+        phases = sb.rollout.phases
+        assert list(phases) == ["create", "workdir", "first_exec"]  # workdir: not counted
+        assert sb.rollout.cold_start_s == pytest.approx(phases["create"] + phases["first_exec"])
         assert sb.exec("pwd").stdout == "/home/user/workspace\n"
 
     def test_sandboxes_carry_the_ownership_labels_as_metadata(
@@ -129,8 +130,10 @@ class TestSandboxContract:
     def test_a_step_past_its_timeout_is_killed_and_the_sandbox_stays_usable(
         self, sb: E2BSandbox
     ) -> None:
-        with pytest.raises(StepTimeout, match="timeout"):
-            sb.exec("sleep 300 & sleep 301; echo never", timeout=2)
+        with pytest.raises(StepTimeout) as caught:
+            sb.exec("TOKEN=hunter2-secret; sleep 300 & sleep 301; echo never", timeout=2)
+        # the same reason for every such step, and never the command line (it may hold secrets)
+        assert str(caught.value) == "e2b: step ran past its 2 s timeout; killed"
         assert sb.rollout.steps[-1].exit_code is None
         processes = sb.exec(["ps", "-eo", "args"]).stdout
         assert "sleep 30" not in processes and "never" not in processes
@@ -295,6 +298,47 @@ def test_a_command_timing_out_before_it_reported_its_pid_is_still_killed(
         assert "sleep 300" not in sb.exec(["ps", "-eo", "args"]).stdout
 
 
+_RUN = E2BSandbox._run
+
+
+def _mkdir_interrupted(self: E2BSandbox, argv: list[str], **kwargs: object) -> object:
+    if argv[0] == "mkdir":  # Ctrl-C while the start makes the workdir
+        raise KeyboardInterrupt
+    return _RUN(self, argv, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("interrupt", "options", "error", "message"),
+    [
+        (True, {}, KeyboardInterrupt, None),
+        (
+            False,
+            {"workdir": "/proc/no-such/workdir"},
+            SandboxStartError,
+            r"^e2b: cannot make the workdir /proc/no-such/workdir \(e2b\.workdir\): ",
+        ),
+    ],
+    ids=["ctrl-c-during-mkdir", "mkdir-fails"],
+)
+def test_a_start_that_fails_making_the_workdir_kills_its_sandbox(
+    e2b_env: StandInE2B,
+    monkeypatch: pytest.MonkeyPatch,
+    interrupt: bool,
+    options: dict,
+    error: type[BaseException],
+    message: str | None,
+) -> None:
+    substrate = E2BSubstrate(session_id=new_id(), **options)
+    if interrupt:
+        monkeypatch.setattr(E2BSandbox, "_run", _mkdir_interrupted)
+    try:
+        with pytest.raises(error, match=message):
+            substrate.start()
+        assert substrate.list_sandboxes(substrate.session_id) == []
+    finally:
+        substrate.reap(substrate.session_id)  # only if the assertion above failed
+
+
 def test_reading_a_directory_is_an_os_error_of_the_workload(e2b_env: StandInE2B) -> None:
     with E2BSubstrate().start() as sb:
         sb.exec("mkdir -p adir")
@@ -378,7 +422,7 @@ def test_the_example_suite_and_the_user_workload_pass_and_the_key_never_shows(
     result.assert_outcomes(passed=len(list(EXAMPLE_SUITE.glob("test_*.py"))) + 1)
     report_text = (pytester.path / "report.json").read_text()
     e2b = json.loads(report_text)["substrates"]["e2b"]
-    assert e2b["failures"] == 0 and set(e2b["phases"]) == {"create", "first_exec"}
+    assert e2b["failures"] == 0 and set(e2b["phases"]) == {"create", "workdir", "first_exec"}
     output = result.stdout.str() + result.stderr.str()
     assert e2b_env.api_key not in output + report_text
     assert "rollout tax" in output and not e2b_env.sandboxes()

@@ -38,6 +38,7 @@ from . import SANDBOX_IMAGE as DEFAULT_IMAGE
 try:
     import docker
     import docker.errors as docker_errors
+    import docker.utils.socket as docker_socket
     import requests.exceptions
 except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
     raise SubstrateUnavailable(
@@ -156,17 +157,19 @@ class DockerSandbox(Sandbox):
             try:
                 stdout, stderr = _exec_output(self._api, exec_id, backstop)
             except TimeoutError:
+                # The message names no command (it may carry secrets) and is the same for
+                # every step with this timeout, so the summary can count it as one reason.
                 killed = self.substrate._kill_exec(exec_id, command[0], group=wrapped)
                 late = f", and {backstop - timeout:.0f} s later still ran" if wrapped else ""
-                fate = "it was killed" if killed else "it may still be running"
+                fate = "killed" if killed else "it may still be running"
                 name = self.substrate.name
                 raise StepTimeout(
-                    f"{name}: {argv!r} ran past its {timeout} s timeout{late}; {fate}"
+                    f"{name}: step ran past its {timeout:g} s timeout{late}; {fate}"
                 ) from None
             exit_code = _exit_code(self._api, exec_id)
         if wrapped and exit_code == KILLED and time.perf_counter() - started >= timeout:
             raise StepTimeout(
-                f"{self.substrate.name}: {argv!r} ran past its {timeout} s timeout and was killed"
+                f"{self.substrate.name}: step ran past its {timeout:g} s timeout; killed"
             )
         if exit_code == 126 and stdout.startswith(_OCI_FAILED) and not stderr:
             # The runtime could not start the command (not found, no such cwd, not executable):
@@ -283,6 +286,8 @@ class DockerSubstrate(Substrate):
         if self._pull_needed:
             self._pull()
             clock.mark("pull", cold_start=False)
+        # Unique to this rollout: a container whose create response was lost is removed by it.
+        name = _UNSAFE.sub("-", f"rollout-tax-{labels[SESSION_LABEL]}-{labels[ROLLOUT_LABEL]}")
         container_id = None
         try:
             container_id = self.api.create_container(
@@ -292,9 +297,7 @@ class DockerSubstrate(Substrate):
                 user=self.options.user,
                 environment=self.options.env or None,
                 labels=labels | {OWNER_LABEL: self._owner},
-                name=_UNSAFE.sub(
-                    "-", f"rollout-tax-{labels[SESSION_LABEL]}-{labels[ROLLOUT_LABEL]}"
-                ),
+                name=name,
                 host_config=self._host_config,
                 detach=True,
             )["Id"]
@@ -302,9 +305,12 @@ class DockerSubstrate(Substrate):
             self.api.start(container_id)
             clock.mark("start")
         except BaseException as exc:
-            if container_id is not None:
+            # Without an id the create may still have happened (response lost to a timeout or
+            # a reset, or interrupted): remove by name, unless the engine refused it (4xx).
+            refused = isinstance(exc, docker_errors.APIError) and exc.is_client_error()
+            if container_id is not None or not refused:
                 with contextlib.suppress(Exception):
-                    self._remove(container_id)
+                    self._remove(container_id or name)
             if isinstance(exc, docker_errors.ImageNotFound):
                 raise SandboxStartError(self._image_missing()) from None
             if isinstance(exc, docker_errors.APIError):
@@ -496,14 +502,16 @@ def _exec_output(api: Any, exec_id: str, timeout: float | None) -> tuple[bytes, 
 
     The same single request as the SDK's ``exec_start``, but read through the HTTP response's
     own buffer (nothing read ahead with the headers can be lost) and with a deadline: the SDK's
-    reader polls without one. ``timeout`` None waits as long as the command runs.
+    reader polls without one. ``timeout`` None waits as long as the command runs. Other
+    transports, and an SDK without the internals this reads, get the SDK's reader instead.
     """
-    if not _plain_socket(api.base_url):  # ssh / named-pipe transports: the SDK's reader
-        stdout, stderr = api.exec_start(exec_id, demux=True)
-        return stdout or b"", stderr or b""
     sock = api.exec_start(exec_id, socket=True)
-    response = sock._response
-    reader = response.raw._fp.fp
+    if not _plain_socket(api.base_url):  # ssh / named-pipe transports: the SDK's reader
+        return _sdk_output(sock)
+    try:
+        response, reader = _http_reader(sock)
+    except AttributeError:  # a docker SDK or urllib3 without these internals: the SDK's reader
+        return _sdk_output(sock)
     raw_socket = getattr(sock, "_sock", sock)
     deadline = None if timeout is None else time.monotonic() + timeout
     data = bytearray()
@@ -516,6 +524,27 @@ def _exec_output(api: Any, exec_id: str, timeout: float | None) -> tuple[bytes, 
     finally:
         response.close()
     return _demux(data)
+
+
+def _http_reader(sock: Any) -> tuple[Any, Any]:
+    """The HTTP response behind the SDK's exec socket and its buffered reader (private
+    attributes of the docker SDK and urllib3: AttributeError if a version lacks them)."""
+    response = sock._response
+    return response, response.raw._fp.fp
+
+
+def _sdk_output(sock: Any) -> tuple[bytes, bytes]:
+    """Read an exec socket to its end with the SDK's own reader, as ``exec_start(demux=True)``
+    does (no client-side deadline: only the in-container timeout ends a step)."""
+    try:
+        frames = (
+            docker_socket.demux_adaptor(*frame) for frame in docker_socket.frames_iter(sock, False)
+        )
+        stdout, stderr = docker_socket.consume_socket_output(frames, demux=True)
+    finally:
+        response = getattr(sock, "_response", None)
+        (response if response is not None else sock).close()
+    return stdout or b"", stderr or b""
 
 
 def _demux(data: bytes | bytearray) -> tuple[bytes, bytes]:

@@ -1,8 +1,9 @@
 """``e2b``: hosted sandboxes on E2B (https://e2b.dev), through the official ``e2b`` SDK.
 
 Cold start is ``Sandbox.create`` (phase ``create``) through the first no-op command (phase
-``first_exec``). Commands run through ``commands.run``, files go through ``files.write`` and
-``files.read``, teardown is ``kill``. The key comes from ``E2B_API_KEY``; the SDK's own knobs
+``first_exec``); making the empty workdir in between is phase ``workdir``, not counted. Commands
+run through ``commands.run``, files go through ``files.write`` and ``files.read``, teardown is
+``kill``. The key comes from ``E2B_API_KEY``; the SDK's own knobs
 (``E2B_DOMAIN``, ``E2B_API_URL``, ``E2B_SANDBOX_URL``, ``E2B_DEBUG``) apply as usual. Every
 sandbox carries the ownership labels as metadata, so leftovers can be listed and killed.
 
@@ -11,6 +12,7 @@ Install with ``pip install 'pytest-rollout-tax[e2b]'``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shlex
@@ -125,9 +127,10 @@ class E2BSandbox(Sandbox):
             if not timeout:
                 raise self._fail(exc, "running a command") from None
             self._kill(handle.pid if handle is not None else None, command)
+            # No command line in the message: it may carry secrets, and the message is
+            # counted as a failure reason, the same for every step with this timeout.
             raise StepTimeout(
-                f"{self._substrate.name}: {argv!r} ran past its {timeout} s timeout; it was "
-                "killed and the sandbox stays usable"
+                f"{self._substrate.name}: step ran past its {timeout:g} s timeout; killed"
             ) from None
         except InvalidArgumentException as exc:
             if "cwd" in str(exc):  # envd refuses a missing directory: the workload's error
@@ -222,21 +225,23 @@ class E2BSubstrate(Substrate):
             )
         except Exception as exc:
             raise self.error(exc, "creating a sandbox") from None
+        clock.mark("create")
         sandbox = E2BSandbox(sdk=sdk, substrate=self, workdir=self.options.workdir, rollout=rollout)
         try:  # every sandbox starts in an empty workdir, not in the template user's dotfiles
             made = sandbox._run(
                 ["mkdir", "-p", "--", sandbox.workdir], timeout=None, env=None, cwd="/"
             )
-        except RolloutTaxError:
-            sandbox.close()
+            if made.exit_code != 0:
+                raise SandboxStartError(
+                    f"{self.name}: cannot make the workdir {sandbox.workdir} "
+                    f"({self.name}.workdir): {made.stderr.decode('utf-8', 'replace').strip()[:120]}"
+                )
+        except BaseException:  # a failure or Ctrl-C: the sandbox must not outlive it
+            with contextlib.suppress(Exception):  # the start error is the one to report
+                sandbox.close()
             raise
-        if made.exit_code != 0:
-            sandbox.close()
-            raise SandboxStartError(
-                f"{self.name}: cannot make the workdir {sandbox.workdir} "
-                f"({self.name}.workdir): {made.stderr.decode('utf-8', 'replace').strip()[:120]}"
-            )
-        clock.mark("create")
+        # Our own setup, not the service's cold start (Sandbox.create through the first no-op).
+        clock.mark("workdir", cold_start=False)
         return sandbox
 
     def list_sandboxes(self, session_id: str | None = None) -> list[SandboxInfo]:
