@@ -8,6 +8,7 @@ paths, time each call and record it in the sandbox's :class:`~pytest_rollout_tax
 from __future__ import annotations
 
 import contextlib
+import os
 import posixpath
 import shlex
 import time
@@ -47,6 +48,24 @@ class RawResult:
     exit_code: int
     stdout: bytes
     stderr: bytes
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead).
+
+    Reaping uses it to spare the sandboxes of a session that is still running here.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):  # no procfs: trust kill()
+        return True
 
 
 def new_id() -> str:

@@ -32,7 +32,15 @@ from ..errors import (
     SubstrateUnavailable,
 )
 from ..record import PhaseClock, Rollout
-from ..sandbox import NOOP, ROLLOUT_LABEL, SESSION_LABEL, RawResult, Sandbox, Substrate
+from ..sandbox import (
+    NOOP,
+    ROLLOUT_LABEL,
+    SESSION_LABEL,
+    RawResult,
+    Sandbox,
+    Substrate,
+    process_alive,
+)
 from . import SANDBOX_IMAGE as DEFAULT_IMAGE
 
 try:
@@ -476,7 +484,7 @@ class DockerSubstrate(Substrate):
         if host != socket.gethostname() or not pid_text.isdigit():
             return False
         pid = int(pid_text)
-        return pid != os.getpid() and _alive(pid)
+        return pid != os.getpid() and process_alive(pid)
 
 
 # -- module helpers ------------------------------------------------------------------------------
@@ -623,18 +631,3 @@ def _root_cause(exc: BaseException) -> str:
 def _plain_socket(base_url: str) -> bool:
     """Whether the client talks HTTP over a plain unix or TCP (TLS) socket."""
     return base_url == _UNIX_URL or base_url.startswith(("http://", "https://"))
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs here (a zombie counts as dead)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):
-        return True

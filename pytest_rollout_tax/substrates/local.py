@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import SandboxStartError, StepTimeout
 from ..record import PhaseClock, Rollout
-from ..sandbox import RawResult, Sandbox, Substrate
+from ..sandbox import RawResult, Sandbox, Substrate, process_alive
 
 #: The host's standard tools, plus the directory of the Python running the tests.
 DEFAULT_PATH = os.pathsep.join(
@@ -116,18 +116,8 @@ class LocalSubstrate(Substrate):
             labels = _WORKDIR.fullmatch(path.name)
             if not labels or not path.is_dir():
                 continue
-            if session_id is None and _alive(int(labels["pid"])):
+            if session_id is None and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
         return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True

@@ -47,6 +47,8 @@ import docker
 import yaml
 from aiohttp import WSMsgType, web
 
+from pytest_rollout_tax.sandbox import process_alive
+
 SIMULATE_KEY = "rollout-tax.test/simulate"
 OWNER_LABEL = "rollout-tax.test/k8s-api"
 PID_LABEL = "rollout-tax.test/k8s-api-pid"
@@ -490,7 +492,7 @@ class KubeAPIStandIn:
         removed = 0
         for container in self.docker.containers.list(all=True, filters={"label": OWNER_LABEL}):
             pid = container.labels.get(PID_LABEL, "")
-            if pid.isdigit() and not _alive(int(pid)):
+            if pid.isdigit() and not process_alive(int(pid)):
                 with contextlib.suppress(docker.errors.APIError):
                     container.remove(force=True)
                     removed += 1
@@ -1501,16 +1503,6 @@ def _host_memory() -> float:
             if line.startswith("MemTotal:"):
                 return float(line.split()[1]) * 1024
     return float(8 << 30)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _free_port() -> int:
