@@ -212,7 +212,7 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     cold, teardown = stats["cold_start"], stats["teardown"]
     return (
         project_worker_hours(scale, cold, stats["step"], teardown),
-        project_tax_hours(scale, cold, stats["action"], teardown),
+        project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
     )
 
 
@@ -505,7 +505,7 @@ class Gate:
         if not load_baseline:
             return cls(store, save, autosave, compare, checks)
         if save is not None or autosave:
-            store.check_writable()
+            store.check_writable(save)
         baseline, missing = None, None
         if compare is not None:
             try:

@@ -54,15 +54,47 @@ def pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
     return data
 
 
+def identity(name: str, tables: Mapping[str, Mapping[str, Any]], aliases: Mapping[str, str]) -> str:
+    """The substrate ``name`` stands for: a pyproject variant (a table with ``kind``) is itself,
+    a registry name is the first of its aliases (``kubernetes`` -> ``k8s``)."""
+    table = tables.get(name)
+    if isinstance(table, Mapping) and "kind" in table:
+        return name
+    return aliases.get(name, name)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every substrate name a run knows (registry names and pyproject variants), by identity."""
+
+    identities: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tables: Mapping[str, Mapping[str, Any]], aliases: Mapping[str, str]) -> Catalog:
+        names = set(aliases) | set(tables)
+        return cls({name: identity(name, tables, aliases) for name in names})
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self.identities)
+
+    def same(self, a: str, b: str) -> bool:
+        """Whether ``a`` and ``b`` name one substrate (equal, or aliases)."""
+        return self.identities.get(a, a) == self.identities.get(b, b)
+
+
 def resolve(
     selected: Iterable[str],
     substrate_opts: Iterable[str],
     tables: Mapping[str, Mapping[str, Any]],
     known: Iterable[str],
+    aliases: Mapping[str, str] | None = None,
 ) -> list[SubstrateSpec]:
     """The selected substrates, each with pyproject options overlaid by ``--substrate-opt``.
 
     A pyproject table with ``kind = "docker"`` defines a named variant of that implementation.
+    Aliases of one substrate (``aliases``, e.g. ``k8s`` and ``kubernetes``) run once, under
+    the name given first.
     """
     known = set(known)
     for name, table in tables.items():
@@ -95,4 +127,21 @@ def resolve(
         table = dict(tables.get(name, {}))
         kind = table.pop("kind", name)
         specs.append(SubstrateSpec(name=name, kind=kind, options=table | cli.get(name, {})))
-    return specs
+    return _without_aliases(specs, tables, aliases or {})
+
+
+def _without_aliases(
+    specs: list[SubstrateSpec],
+    tables: Mapping[str, Mapping[str, Any]],
+    aliases: Mapping[str, str],
+) -> list[SubstrateSpec]:
+    """``specs`` with one spec per substrate, the first given; aliases must agree on options."""
+    kept: dict[str, SubstrateSpec] = {}
+    for spec in specs:
+        first = kept.setdefault(identity(spec.name, tables, aliases), spec)
+        if first.options != spec.options:
+            raise ConfigError(
+                f"substrates {first.name!r} and {spec.name!r} are one substrate with different "
+                "options; select one of them, or define a variant with kind"
+            )
+    return list(kept.values())

@@ -6,14 +6,14 @@ from __future__ import annotations
 import math
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, compare
-from .config import SubstrateSpec, pyproject_tables, resolve, split_names
+from . import __version__, compare, contract
+from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import CredentialsMissing, RolloutTaxError
 from .machine import commit_info, machine_info
 from .projection import Scale
@@ -26,6 +26,8 @@ from .summary import build_report
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
+USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
+MARK_NAME = "@pytest.mark.trajectory"
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
     "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
@@ -122,13 +124,17 @@ class Settings:
     scale: Scale
     json_path: str | None
     gate: compare.Gate
+    #: Every substrate name a marker may use, and which of them are aliases.
+    catalog: Catalog
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
         try:
             selected = split_names(_option(config, "--substrate"))
             tables = pyproject_tables(config.rootpath / "pyproject.toml")
-            specs = resolve(selected, _option(config, "--substrate-opt"), tables, registry.names())
+            aliases = registry.aliases()
+            opts = _option(config, "--substrate-opt")
+            specs = resolve(selected, opts, tables, registry.names(), aliases)
             json_path = _option(config, "--rollout-json")
             if json_path:
                 check_json_path(json_path)
@@ -152,6 +158,7 @@ class Settings:
             scale=scale,
             json_path=json_path,
             gate=gate,
+            catalog=Catalog.of(tables, aliases),
         )
 
 
@@ -168,39 +175,66 @@ class Trajectory:
     substrates: tuple[str, ...] | None = None
 
     @classmethod
-    def from_marker(cls, mark: pytest.Mark | None) -> Trajectory:
+    def from_marker(
+        cls, mark: pytest.Mark | None, test: str = "", known: Collection[str] | None = None
+    ) -> Trajectory:
+        """The marker's arguments; a ValueError naming the argument and ``test`` if one is bad.
+
+        ``known``: the substrate names ``substrates`` may use (default: any).
+        """
         if mark is None:
             return cls()
-        where = "@pytest.mark.trajectory"
+        at = f" in {test}" if test else ""
         if mark.args:
-            raise ValueError(f"{where}: takes keyword arguments only, got {mark.args!r}")
+            raise ValueError(f"{MARK_NAME}{at}: takes keyword arguments only, got {mark.args!r}")
         unknown = set(mark.kwargs) - {"steps", "rounds", "timeout", "substrates"}
         if unknown:
-            raise ValueError(f"{where}: unknown argument(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"{MARK_NAME}{at}: unknown argument(s) {', '.join(sorted(unknown))}")
         kwargs = mark.kwargs
         for name in ("steps", "rounds"):
             value = kwargs.get(name)
             if value is not None and (type(value) is not int or value < 1):
-                raise ValueError(f"{where}({name}={value!r}): expected a positive integer")
+                raise _bad_argument(name, value, at, "expected a positive integer")
         timeout = kwargs.get("timeout")
-        if timeout is not None and (
-            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0
-        ):
-            raise ValueError(f"{where}(timeout={timeout!r}): expected seconds > 0")
-        substrates = kwargs.get("substrates")
-        if isinstance(substrates, str):
-            substrates = substrates.split(",")
-        if substrates is not None and (
-            not isinstance(substrates, (list, tuple))
-            or not all(isinstance(s, str) for s in substrates)
-        ):
-            raise ValueError(f"{where}(substrates={substrates!r}): expected a list of names")
+        try:
+            contract.check_timeout(timeout)
+        except ValueError:
+            raise _bad_argument(
+                "timeout", timeout, at, "expected a positive finite number of seconds"
+            ) from None
         return cls(
             steps=kwargs.get("steps"),
             rounds=kwargs.get("rounds"),
             timeout=timeout,
-            substrates=tuple(s.strip() for s in substrates) if substrates is not None else None,
+            substrates=_substrate_names(kwargs.get("substrates"), at, known),
         )
+
+
+def _bad_argument(name: str, value: Any, at: str, problem: str) -> ValueError:
+    return ValueError(f"{MARK_NAME}({name}={value!r}){at}: {problem}")
+
+
+def _substrate_names(value: Any, at: str, known: Collection[str] | None) -> tuple[str, ...] | None:
+    """The marker's ``substrates`` as names, each one of ``known``."""
+    if value is None:
+        return None
+    names = value.split(",") if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise _bad_argument("substrates", value, at, "expected a list of names")
+    names = tuple(name.strip() for name in names)
+    if not names:
+        raise _bad_argument("substrates", value, at, "expected at least one substrate name")
+    unknown = [name for name in names if known is not None and name not in known]
+    if unknown:
+        listed = ", ".join(map(repr, unknown))
+        raise _bad_argument(
+            "substrates",
+            value,
+            at,
+            f"unknown substrate{'s' if len(unknown) > 1 else ''} {listed}; "
+            f"known substrates: {', '.join(sorted(known or ()))}",
+        )
+    return names
 
 
 @dataclass(frozen=True)
@@ -273,6 +307,7 @@ class RolloutTaxPlugin:
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
+        self.marker_errors: list[str] = []  # bad markers, raised once collection is done
         self._previous_sigterm: Any = None
 
     # -- parametrization and fixtures ------------------------------------------------------
@@ -280,17 +315,19 @@ class RolloutTaxPlugin:
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "_rollout_target" not in metafunc.fixturenames:
             return  # no rollout fixture, or the test's own fixtures shadow ours
+        definition = metafunc.definition
         try:
             trajectory = Trajectory.from_marker(
-                metafunc.definition.get_closest_marker("trajectory")
+                definition.get_closest_marker("trajectory"),
+                definition.nodeid,
+                self.settings.catalog.names,
             )
         except ValueError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        names = [
-            name
-            for name in self.settings.specs
-            if trajectory.substrates is None or name in trajectory.substrates
-        ]
+            # A usage error, raised once collection is done: raised here, pytest would report
+            # it as a collection error with a traceback (exit status 2).
+            self.marker_errors.append(str(exc))
+            return
+        names = [name for name in self.settings.specs if self._runs_on(trajectory, name)]
         if self.settings.rounds_from_cli or trajectory.rounds is None:
             rounds = self.settings.rounds
         else:
@@ -299,6 +336,22 @@ class RolloutTaxPlugin:
         metafunc.parametrize(
             "_rollout_target", targets, ids=[t.id for t in targets], indirect=True, scope="function"
         )
+
+    def _runs_on(self, trajectory: Trajectory, name: str) -> bool:
+        """Whether a test with ``trajectory`` runs on the selected substrate ``name``."""
+        wanted = trajectory.substrates
+        return wanted is None or any(self.settings.catalog.same(name, w) for w in wanted)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Stop on a bad marker with a usage error (an xdist worker's goes to the controller)."""
+        if not self.marker_errors:
+            return
+        if self.is_worker:  # XdistController raises it when this worker goes down
+            self.config.workeroutput[USAGE_ERRORS_KEY] = self.marker_errors
+            items.clear()
+            return
+        raise pytest.UsageError(*self.marker_errors)
 
     @pytest.fixture
     def _rollout_target(self, request: pytest.FixtureRequest) -> Target:
@@ -419,7 +472,10 @@ class RolloutTaxPlugin:
             try:
                 path = write_json(self.settings.json_path, report)
             except OSError as exc:
-                self.summary_lines.append(f"rollout-tax: error: cannot write {exc.filename}: {exc}")
+                self.summary_lines.append(
+                    f"rollout-tax: error: cannot write {self.settings.json_path}: "
+                    f"{exc.strerror or exc}"
+                )
             else:
                 self.summary_lines.append(f"report written to {path}")
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
@@ -461,6 +517,9 @@ class XdistController:
 
     def pytest_testnodedown(self, node, error) -> None:
         self.crashed = self.crashed or error is not None
+        usage_errors = getattr(node, "workeroutput", {}).get(USAGE_ERRORS_KEY)
+        if usage_errors:  # a bad marker found by the worker's collection
+            raise pytest.UsageError(*usage_errors)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self) -> None:

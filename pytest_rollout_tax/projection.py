@@ -42,9 +42,24 @@ def worker_hours(scale: Scale, *, cold_start_s: float, step_s: float, teardown_s
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
 
 
-def tax_hours(scale: Scale, *, cold_start_s: float, action_s: float, teardown_s: float) -> float:
-    """Hours the substrate alone costs: ``N * (cold + S * action + teardown)``."""
-    per_rollout = cold_start_s + scale.steps * action_s + teardown_s
+def step_overhead(action_s: float, step_s: float | None = None) -> float:
+    """The substrate's part of one step: the no-op probe's time, never more than the step's."""
+    return action_s if step_s is None else min(action_s, step_s)
+
+
+def tax_hours(
+    scale: Scale,
+    *,
+    cold_start_s: float,
+    action_s: float,
+    teardown_s: float,
+    step_s: float | None = None,
+) -> float:
+    """Hours the substrate alone costs: ``N * (cold + S * min(action, step) + teardown)``.
+
+    Without a step time (no steps measured) the per-step part is the no-op probe's alone.
+    """
+    per_rollout = cold_start_s + scale.steps * step_overhead(action_s, step_s) + teardown_s
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
 
 

@@ -36,6 +36,14 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self._entries)
 
+    def aliases(self) -> dict[str, str]:
+        """Each name -> the first name, alphabetically, registered with the same implementation.
+
+        ``{"k8s": "k8s", "kubernetes": "k8s", ...}``: names that share an entry are aliases.
+        """
+        first: dict[object, str] = {}
+        return {name: first.setdefault(self._entries[name], name) for name in self.names()}
+
     def load(self, name: str) -> type[Substrate]:
         """The Substrate class registered as ``name``."""
         if name not in self._entries:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 import textwrap
 from pathlib import Path
@@ -98,6 +100,8 @@ def render_summary(report: dict) -> list[str]:
                 f"{name}: the projected worker-hours cost ${sub['cost_usd']:,.0f} "
                 f"at ${sub['price_per_hour']:g} per sandbox-hour"
             )
+        if (cap := tax_cap_note(name, sub)) is not None:
+            notes.append(cap)
         if sub["failures"]:
             reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
             success = 1 - sub["failures"] / sub["rollouts"]
@@ -113,6 +117,17 @@ def render_summary(report: dict) -> list[str]:
     return lines
 
 
+def tax_cap_note(name: str, entry: dict) -> str | None:
+    """The note for a substrate whose no-op probe is slower than its mean step, else None."""
+    action, step = entry.get("action"), entry.get("step")
+    if not action or not step or action["mean"] <= step["mean"]:
+        return None
+    return (
+        f"note: {name}'s no-op probe ({seconds(action['mean'])}) is slower than its mean step "
+        f"({seconds(step['mean'])}); its per-step tax is capped at the step"
+    )
+
+
 def _pair(stats: dict | None) -> str:
     return f"{seconds(stats['p50'])}/{seconds(stats['p95'])}" if stats else "-"
 
@@ -121,29 +136,82 @@ def _stat(stats: dict | None, name: str) -> str:
     return seconds(stats[name]) if stats else "-"
 
 
+class NotRegularFileError(OSError):
+    """A report's path exists and is not a regular file (a directory, device, fifo, socket)."""
+
+
+#: What a path that is not a regular file is, by its mode.
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a fifo"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link loop"),
+)
+
+
+def report_target(path: str | os.PathLike[str]) -> Path:
+    """The file a report written to ``path`` replaces: symbolic links followed to their target.
+
+    Raises NotRegularFileError when that file exists and is not a regular file.
+    """
+    target = Path(os.path.realpath(path))
+    try:
+        mode = target.lstat().st_mode
+    except OSError:  # missing (a new file), or unreachable: the write itself reports it
+        return target
+    if stat.S_ISREG(mode):
+        return target
+    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
+    if os.path.abspath(path) != str(target):
+        kind = f"it resolves to {target}, {kind}"
+    raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+
+
+def current_umask() -> int:
+    """The process's umask, read from /proc where possible (changing it races other threads)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)  # briefly the strictest mask, should another thread create a file
+    os.umask(mask)
+    return mask
+
+
 def check_json_path(path: str | os.PathLike[str]) -> Path:
     """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
-    target = Path(path)
+    where = f"--rollout-json={path}"
+    if Path(path).is_dir():
+        raise ConfigError(f"{where}: is a directory; name a file")
+    try:
+        target = report_target(path)
+    except NotRegularFileError as exc:
+        raise ConfigError(f"{where}: {exc.strerror}; name a regular file or a new one") from None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(
-            f"--rollout-json={path}: cannot create its directory: {exc.strerror}"
-        ) from None
-    if target.is_dir():
-        raise ConfigError(f"--rollout-json={path}: is a directory; name a file")
+        raise ConfigError(f"{where}: cannot create its directory: {exc.strerror}") from None
     if not os.access(target.parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"--rollout-json={path}: its directory is not writable")
+        raise ConfigError(f"{where}: its directory is not writable")
     return target
 
 
 def write_json(path: str | os.PathLike[str], data: dict) -> Path:
-    """Write ``data`` as JSON atomically: a crash never leaves a half-written file."""
-    target = Path(path)
+    """Write ``data`` as JSON atomically to ``path`` (through a symlink, to its target).
+
+    A crash never leaves a half-written file; the file's mode is 0666 less the umask.
+    """
+    target = report_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~current_umask())
             json.dump(data, handle, indent=2, allow_nan=False)
             handle.write("\n")
             handle.flush()
@@ -152,4 +220,4 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
     except BaseException:
         os.unlink(temporary)
         raise
-    return target
+    return Path(path)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import posixpath
 import shlex
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from . import contract
 from .errors import RolloutTaxError, SandboxError, SandboxStartError
 from .options import parse_options
 from .record import PhaseClock, Rollout, Step, StepKind
@@ -74,12 +75,14 @@ def new_id() -> str:
 
 
 def shell_command(argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str) -> list[str]:
-    """``argv`` as one ``sh -c`` command that first sets ``env`` and changes to ``cwd``.
+    """``argv`` as one ``sh -c`` command that changes to ``cwd`` and adds ``env``.
 
-    For backends whose exec API takes only an argv (Kubernetes, SSH).
+    For backends whose exec API takes only an argv (Kubernetes, SSH). A ``cwd`` it cannot
+    enter is exit 127, as on every substrate; ``env`` names need not be shell identifiers.
     """
-    exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
-    return ["sh", "-c", f"{exports}cd {shlex.quote(cwd)} && exec {shlex.join(argv)}"]
+    assignments = [f"{name}={value}" for name, value in (env or {}).items()]
+    run = shlex.join(["env", "--", *assignments, *argv] if assignments else argv)
+    return ["sh", "-c", f"cd -- {shlex.quote(cwd)} || exit 127; exec {run}"]
 
 
 class Sandbox(ABC):
@@ -118,8 +121,8 @@ class Sandbox(ABC):
     # -- the public API --------------------------------------------------------------------
 
     def path(self, path: str) -> str:
-        """``path`` resolved against :attr:`workdir`."""
-        return posixpath.normpath(posixpath.join(self.workdir, path))
+        """``path`` resolved against :attr:`workdir` (absolute paths are kept as they are)."""
+        return contract.resolve_path(self.workdir, path)
 
     def exec(
         self,
@@ -130,18 +133,15 @@ class Sandbox(ABC):
         cwd: str | None = None,
     ) -> ExecResult:
         """Run ``cmd``: a string through ``sh -c``, a list as it is. One recorded step."""
-        argv = ["sh", "-c", cmd] if isinstance(cmd, str) else [str(arg) for arg in cmd]
-        if not argv:
-            raise ValueError("exec: empty command")
+        argv = contract.check_command(cmd)
+        timeout = self.timeout if timeout is None else contract.check_timeout(timeout)
+        env = contract.check_env(env)
+        workdir = contract.resolve_path(self.workdir, cwd or ".", "cwd")
+        self._check_open()
         started = time.perf_counter()
         raw = None
         try:
-            raw = self._run(
-                argv,
-                timeout=self.timeout if timeout is None else timeout,
-                env=env,
-                cwd=self.path(cwd or "."),
-            )
+            raw = self._run(argv, timeout=timeout, env=env, cwd=workdir)
         finally:
             wall = time.perf_counter() - started
             self._record("exec", wall, raw.exit_code if raw else None)
@@ -154,14 +154,18 @@ class Sandbox(ABC):
 
     def write_file(self, path: str, data: str | bytes) -> None:
         """Write text (UTF-8) or bytes to ``path``, creating parent directories. One step."""
-        payload = data.encode() if isinstance(data, str) else bytes(data)
-        with self._step("write_file"):
-            self._write(self.path(path), payload)
+        payload = contract.payload(data)
+        target = contract.check_file_path(self.workdir, path)
+        self._check_open()
+        with self._step("write_file"), self._file_errors(target, contract.WHY_NOT_WRITE):
+            self._write(target, payload)
 
     def read_file(self, path: str, binary: bool = False) -> str | bytes:
         """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
-        with self._step("read_file"):
-            payload = self._read(self.path(path))
+        target = self.path(path)
+        self._check_open()
+        with self._step("read_file"), self._file_errors(target, contract.WHY_NOT_READ):
+            payload = self._read(target)
         return payload if binary else payload.decode("utf-8", "replace")
 
     def probe(self, count: int) -> list[float]:
@@ -177,6 +181,10 @@ class Sandbox(ABC):
                 )
         self.rollout.action_probes_s.extend(samples)
         return samples
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
         """Delete the environment (timed as teardown); safe to call more than once."""
@@ -199,6 +207,25 @@ class Sandbox(ABC):
 
     def _record(self, kind: StepKind, wall_s: float, exit_code: int | None = None) -> None:
         self.rollout.steps.append(Step(kind=kind, wall_s=wall_s, exit_code=exit_code))
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"{self.rollout.substrate or 'sandbox'}: the sandbox is closed")
+
+    @contextlib.contextmanager
+    def _file_errors(self, path: str, why_script: str) -> Iterator[None]:
+        """Give a backend's unspecific OSError the contract's type, asking the sandbox why."""
+        try:
+            yield
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            raise
+        except OSError as exc:
+            argv = ["sh", "-c", why_script, "sh", path]
+            why = self._run(argv, timeout=self.timeout, env=None, cwd="/")
+            error = contract.file_error_for(why.exit_code, path)
+            if error is None:
+                raise
+            raise error from exc
 
     @contextlib.contextmanager
     def _step(self, kind: StepKind) -> Iterator[None]:
@@ -230,6 +257,14 @@ class Substrate(ABC):
         self.name = name or self.kind
         self.session_id = session_id or new_id()
         self.options = parse_options(self.Options, options, owner=self.name)
+        self._prepare_lock = threading.Lock()
+        self._prepared: RolloutTaxError | bool = False
+
+    def _prepare(self) -> None:  # noqa: B027 - most substrates need nothing more
+        """Check, once, what starting a sandbox needs beyond a client (an image, a network).
+
+        Not called for reaping, which needs none of it. Raise a RolloutTaxError if unusable.
+        """
 
     @abstractmethod
     def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
@@ -237,6 +272,8 @@ class Substrate(ABC):
 
     def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
         """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
+        timeout = contract.check_timeout(timeout)
+        self._ensure_prepared()
         rollout = rollout or Rollout(substrate=self.name)
         rollout.price_per_hour = self.price_per_hour
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
@@ -264,6 +301,18 @@ class Substrate(ABC):
                 sandbox.close()
             raise
         return sandbox
+
+    def _ensure_prepared(self) -> None:
+        """Run :meth:`_prepare` once per substrate; its error fails every later start too."""
+        with self._prepare_lock:
+            if self._prepared is False:
+                try:
+                    self._prepare()
+                    self._prepared = True
+                except RolloutTaxError as exc:
+                    self._prepared = exc
+        if isinstance(self._prepared, RolloutTaxError):
+            raise type(self._prepared)(str(self._prepared))
 
     def reap(self, session_id: str | None = None) -> int:
         """Remove environments labelled by ``session_id`` (any session if None); return how many."""

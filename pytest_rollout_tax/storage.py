@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError, RolloutTaxError
-from .report import write_json
+from .report import NotRegularFileError, report_target, write_json
 from .stats import STAT_NAMES
 from .summary import SCHEMA
 
@@ -71,8 +71,8 @@ class Storage:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def check_writable(self) -> None:
-        """Fail fast (before any rollout runs) when runs cannot be saved here."""
+    def check_writable(self, name: str | None = None) -> None:
+        """Fail fast (before any rollout runs) when runs cannot be saved here (as ``name``)."""
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -81,9 +81,18 @@ class Storage:
             ) from None
         if not os.access(self.root, os.W_OK | os.X_OK):
             raise SavedRunError(f"--rollout-storage={self}: not writable")
+        if name is not None:
+            path = self.root / f"{check_name(name)}.json"
+            try:
+                report_target(path)
+            except NotRegularFileError as exc:
+                raise SavedRunError(f"--rollout-save={name}: {path}: {exc.strerror}") from None
 
     def save(self, name: str, report: dict) -> Path:
-        """Write ``report`` to ``STORAGE/NAME.json`` atomically (replacing an older one)."""
+        """Write ``report`` to ``STORAGE/NAME.json`` atomically (replacing an older one).
+
+        A symbolic link there is followed: its target is replaced, the link stays.
+        """
         return write_json(self.root / f"{check_name(name)}.json", report)
 
     def autosave(self, report: dict) -> Path:

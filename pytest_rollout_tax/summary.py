@@ -40,7 +40,7 @@ def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
             for name in phase_names
         },
         "worker_hours": hours,
-        "tax_hours": project_tax_hours(scale, cold, action, teardown),
+        "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
     }
     if price is not None:  # optional keys: only substrates that know their price have them
         entry["price_per_hour"] = price
@@ -63,9 +63,15 @@ def project_worker_hours(
 
 
 def project_tax_hours(
-    scale: Scale, cold: Stats | None, action: Stats | None, teardown: Stats | None
+    scale: Scale,
+    cold: Stats | None,
+    action: Stats | None,
+    teardown: Stats | None,
+    *,
+    step: Stats | None,
 ) -> float | None:
-    """Projected tax-hours from the means, or None without a cold start and probes."""
+    """Projected tax-hours from the means (the per-step tax capped at the mean step), or None
+    without a cold start and probes."""
     if cold is None or action is None:
         return None
     return tax_hours(
@@ -73,6 +79,7 @@ def project_tax_hours(
         cold_start_s=cold.mean,
         action_s=action.mean,
         teardown_s=teardown.mean if teardown else 0.0,
+        step_s=step.mean if step else None,
     )
 
 

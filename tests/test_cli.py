@@ -287,6 +287,16 @@ def test_project_unwritable_json(runs: Path) -> None:
     assert_one_line_error(*cli("project", "base", "--json", str(runs / "dir")), "--json=")
 
 
+def test_project_json_never_replaces_a_device(runs: Path) -> None:
+    link = runs / "null.json"
+    link.symlink_to("/dev/null")
+    assert_one_line_error(
+        *cli("project", "base", "--json", str(link)),
+        f"--json={link}: cannot write: not a regular file (it resolves to /dev/null, a character",
+    )
+    assert os.readlink(link) == "/dev/null"
+
+
 def test_project_accepts_scientific_rollouts(runs: Path) -> None:
     status, out, _ = cli("project", "base", "--rollouts", "1e6", "--steps", "1_000")
     assert status == 0 and "1,000,000 rollouts x 1000 steps" in out

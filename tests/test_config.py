@@ -1,6 +1,7 @@
 import pytest
 
 from pytest_rollout_tax.config import (
+    Catalog,
     SubstrateSpec,
     parse_substrate_opt,
     pyproject_tables,
@@ -69,3 +70,37 @@ def test_invalid_pyproject_is_a_clear_error(tmp_path):
     path.write_text("[tool.rollout-tax\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         pyproject_tables(path)
+
+
+ALIASES = {"local": "local", "k8s": "k8s", "kubernetes": "k8s"}
+
+
+@pytest.mark.parametrize(
+    ("selected", "kept"),
+    [(["k8s", "kubernetes"], "k8s"), (["kubernetes", "local", "k8s"], "kubernetes")],
+)
+def test_aliases_of_one_substrate_resolve_once_under_the_first_name(selected, kept):
+    specs = resolve(selected, [], {}, ALIASES, ALIASES)
+    assert [spec.name for spec in specs if spec.name != "local"] == [kept]
+    assert len(specs) == len(set(selected)) - 1
+
+
+def test_aliases_with_the_same_options_merge_and_with_other_options_are_an_error():
+    tables = {"k8s": {"namespace": "rl"}}
+    specs = resolve(["k8s", "kubernetes"], ["kubernetes.namespace=rl"], tables, ALIASES, ALIASES)
+    assert specs == [SubstrateSpec("k8s", "k8s", {"namespace": "rl"})]
+    with pytest.raises(ConfigError, match="'k8s' and 'kubernetes' are one substrate"):
+        resolve(["k8s", "kubernetes"], [], tables, ALIASES, ALIASES)
+
+
+def test_variants_of_one_kind_are_not_aliases():
+    tables = {"local-b": {"kind": "local"}}
+    specs = resolve(["local", "local-b"], [], tables, ALIASES, ALIASES)
+    assert [spec.name for spec in specs] == ["local", "local-b"]
+
+
+def test_the_catalog_knows_registry_names_variants_and_aliases():
+    catalog = Catalog.of({"local-b": {"kind": "local"}, "k8s": {"namespace": "rl"}}, ALIASES)
+    assert catalog.names == ["k8s", "kubernetes", "local", "local-b"]
+    assert catalog.same("kubernetes", "k8s") and catalog.same("local", "local")
+    assert not catalog.same("local", "local-b") and not catalog.same("k8s", "local")

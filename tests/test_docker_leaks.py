@@ -13,10 +13,10 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from support.pytest_process import interrupt
 
 from pytest_rollout_tax.sandbox import SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates.docker import KEEPALIVE, OWNER_LABEL
@@ -84,14 +84,6 @@ def assert_no_leftovers(docker_client, log: Path, expected_sandboxes: int) -> No
     assert not existing & {container for _, container, _ in entries}
 
 
-def wait_for(predicate, what: str, timeout: float = 120) -> None:
-    """Poll ``predicate`` until it holds (a synchronization, not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"gave up waiting for {what}"
-        time.sleep(0.05)
-
-
 def test_a_clean_run_leaves_nothing(tmp_path, docker_client):
     log = write_suite(
         tmp_path,
@@ -157,27 +149,17 @@ def test_an_interrupted_run_leaves_nothing(tmp_path, docker_client, signum, wher
             pass
         """,
     )
-    process = subprocess.Popen(
-        pytest_command("-v"),
-        cwd=tmp_path,
-        env=environment(log),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+
+    def ready() -> bool:
+        if not (tmp_path / "ready").exists():
+            return False
+        # in an exec, make sure the step has reached the container
+        return where != "exec" or "sleep 120" in _processes(docker_client, logged(log)[-1][1])
+
+    code, output = interrupt(
+        pytest_command("-v"), cwd=tmp_path, env=environment(log), ready=ready, signum=signum
     )
-    try:
-        wait_for(lambda: (tmp_path / "ready").exists() or process.poll() is not None, "the test")
-        assert process.poll() is None, process.communicate()[0]
-        if where == "exec":  # make sure the step has reached the container
-            container = logged(log)[-1][1]
-            wait_for(lambda: "sleep 120" in _processes(docker_client, container), "the step")
-        process.send_signal(signum)
-        output, _ = process.communicate(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-    assert process.returncode == 2, output  # pytest's "interrupted"
+    assert code == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output
     assert "test_never_runs PASSED" not in output
     assert_no_leftovers(docker_client, log, 2)

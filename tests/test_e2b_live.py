@@ -1,40 +1,40 @@
-"""The e2b substrate against the real E2B service: the contract of test_e2b.py, live.
+"""The e2b-specific tests of test_e2b.py against the real E2B service; the generic contract
+runs there too, as tests/contract/'s ``e2b-live`` variant.
 
 Runs only when ``E2B_API_KEY`` is set (and spends sandbox-seconds on that account); the SDK's
-own ``E2B_DOMAIN`` applies. ``E2B_LIVE_TEMPLATE`` picks another template than ``base``.
+own ``E2B_DOMAIN`` applies. The options come from tests/support/live.py
+(``live.e2b_options()``): ``E2B_LIVE_TEMPLATE`` picks another template than ``base``.
 Reap here only ever touches this run's own sessions, never the account's other sandboxes.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 import pytest
-from test_e2b import TestSandboxContract as SandboxContract
+from support import live
+from test_e2b import E2BBehaviour
 
 from pytest_rollout_tax.substrates.e2b import E2BSubstrate
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("E2B_API_KEY", "").strip(),
-    reason="E2B_API_KEY is not set: the live E2B tests need a real account's API key",
-)
+OPTIONS = live.e2b_options()
+pytestmark = [pytest.mark.skip(reason=OPTIONS)] if isinstance(OPTIONS, str) else []
 
 
 @pytest.fixture
-def e2b_factory():
+def e2b_factory() -> Callable[..., E2BSubstrate]:
     """Make an e2b substrate on the real service (options as keywords)."""
-    template = os.environ.get("E2B_LIVE_TEMPLATE", "base")
 
-    def make(**options) -> E2BSubstrate:
-        return E2BSubstrate(**{"template": template, "timeout": 120, **options})
+    def make(**options: object) -> E2BSubstrate:
+        return E2BSubstrate(**{**OPTIONS, **options})
 
     return make
 
 
 @pytest.fixture
-def e2b_substrate(e2b_factory) -> E2BSubstrate:
+def e2b_substrate(e2b_factory: Callable[..., E2BSubstrate]) -> E2BSubstrate:
     return e2b_factory()
 
 
-class TestLiveSandboxContract(SandboxContract):
-    """Every contract test of the stand-in, against the real service."""
+class TestLive(E2BBehaviour):
+    """Every e2b-specific test of the stand-in, against the real service."""

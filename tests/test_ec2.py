@@ -2,14 +2,13 @@
 
 Faults moto does not model are injected by the HTTP proxy in front of it
 (tests/support/ec2_moto.py); the substrate only ever sees an ``endpoint_url`` and a
-``connect=HOST:PORT``.
+``connect=HOST:PORT``. What every substrate does (exec, files, timeouts) is proved by
+tests/contract/; here is what is particular to ec2: SSH and SFTP, instances, tags, errors.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,55 +68,16 @@ def sandbox_ec2(make_ec2):
     sandbox.close()
 
 
-# -- exec ---------------------------------------------------------------------------------------
+# -- exec over SSH --------------------------------------------------------------------------------
 
 
-def test_exec_exit_codes_streams_env_and_cwd(sandbox_ec2):
-    sb = sandbox_ec2
-    result = sb.exec("echo out; echo err >&2; exit 7")
-    assert (result.exit_code, result.stdout, result.stderr) == (7, "out\n", "err\n")
-    assert sb.exec(["printf", "%s|", "a b", "c'd", "$HOME"]).stdout == "a b|c'd|$HOME|"
-    assert sb.exec('echo "$FOO"', env={"FOO": "bar  baz", "EMPTY": ""}).stdout == "bar  baz\n"
-    assert sb.exec("pwd").stdout.strip() == sb.workdir
-    sb.write_file("sub/dir/.keep", "")
-    assert sb.exec("pwd", cwd="sub/dir").stdout.strip() == f"{sb.workdir}/sub/dir"
-    assert sb.exec("cat", timeout=30).stdout == ""  # stdin is closed, not left open
-    assert sb.exec("kill -TERM $$").exit_code == 128 + 15
-    assert sb.exec(["no-such-command-xyz"]).exit_code == 127
-    assert sb.exec("true", cwd="no/such/dir").exit_code != 0
-    assert [s.exit_code for s in sb.rollout.steps if s.kind == "exec"][:1] == [7]
-
-
-def test_exec_megabyte_outputs_on_both_streams(sandbox_ec2):
-    script = (
-        "import sys\n"
-        "for _ in range(1024):\n"
-        "    sys.stdout.write('o' * 1024); sys.stderr.write('e' * 1024)\n"
-    )
-    result = sandbox_ec2.exec(["python3", "-c", script], timeout=60)
-    assert result.exit_code == 0
-    assert result.stdout == "o" * (1 << 20)
-    assert result.stderr == "e" * (1 << 20)
-    big = sandbox_ec2.exec("head -c 3000000 /dev/zero | tr '\\0' x", timeout=60)
-    assert len(big.stdout) == 3_000_000
-
-
-def test_timeout_kills_the_process_group_and_the_sandbox_stays_usable(sandbox_ec2):
+def test_a_timeout_never_shows_the_command_and_keeps_the_connection(sandbox_ec2):
     sb = sandbox_ec2
     connection = sb.exec("echo $SSH_CONNECTION").stdout
     with pytest.raises(StepTimeout) as info:
-        sb.exec("sleep 300 & echo $! > child.pid; echo $$ > shell.pid; wait # tok3n", timeout=2)
+        sb.exec("TOKEN=hunter2-secret; sleep 300 & wait # tok3n", timeout=2)
     assert str(info.value) == "ec2: step ran past its 2 s timeout; killed"  # no command line
     assert sb.rollout.steps[-1].exit_code is None
-    assert sb.exec("cat shell.pid child.pid | wc -l").stdout.strip() == "2"
-    alive = sb.exec(
-        'for p in $(cat shell.pid child.pid); do s=$(ps -o stat= -p "$p");'
-        ' case "$s" in ""|Z*) ;; *) echo "alive $p $s";; esac; done'
-    )
-    assert (alive.exit_code, alive.stdout) == (0, "")
-    assert sb.exec("echo ok").stdout == "ok\n"
-    sb.write_file("after.txt", "still usable")
-    assert sb.read_file("after.txt") == "still usable"
     assert sb.exec("echo $SSH_CONNECTION").stdout == connection  # the same connection
 
 
@@ -143,29 +103,7 @@ def test_a_refused_command_on_a_live_connection_fails_in_one_line(sandbox_ec2, s
     assert sb.exec("echo ok").stdout == "ok\n"  # the connection stayed up and usable
 
 
-# -- files --------------------------------------------------------------------------------------
-
-
-def test_files_are_byte_exact(sandbox_ec2):
-    sb = sandbox_ec2
-    payload = bytes(range(256)) * 4096 + os.urandom(3 << 20)
-    sb.write_file("deep/er/still/blob.bin", payload)
-    assert sb.read_file("deep/er/still/blob.bin", binary=True) == payload
-    digest = sb.exec("sha256sum deep/er/still/blob.bin").stdout.split()[0]
-    assert digest == hashlib.sha256(payload).hexdigest()
-    text = "naïve ✓ line\r\nno newline at end"
-    sb.write_file("text.txt", text)
-    assert sb.read_file("text.txt") == text
-    sb.write_file("text.txt", "abc")  # overwriting truncates
-    assert sb.read_file("text.txt", binary=True) == b"abc"
-    sb.write_file("empty", b"")
-    assert sb.read_file("empty", binary=True) == b""
-    outside = f"/tmp/rollout-tax-abs-{sb.instance_id}/x/y.txt"
-    sb.write_file(outside, "absolute")
-    assert sb.exec(["cat", outside]).stdout == "absolute"
-    with pytest.raises(FileNotFoundError):
-        sb.read_file("missing.txt")
-    assert [s.kind for s in sb.rollout.steps].count("read_file") == 5
+# -- files over SFTP ------------------------------------------------------------------------------
 
 
 def test_a_file_step_that_gets_no_sftp_answer_times_out(make_ec2, sshd_target):
@@ -255,7 +193,6 @@ def test_cold_start_phases(make_ec2):
     with make_ec2().start() as sb:
         assert list(sb.rollout.phases) == PHASES
         assert sb.rollout.cold_start_s == pytest.approx(sum(sb.rollout.phases.values()))
-    assert sb.rollout.teardown_s is not None and sb.rollout.trajectory_s is not None
 
 
 def test_instances_carry_ownership_and_user_tags(make_ec2, moto_server, ec2_world):

@@ -1,6 +1,8 @@
-"""The k8s substrate's contract tests against a real cluster: the one ``KUBECONFIG`` points at.
+"""The k8s-specific tests of test_kubernetes.py against a real cluster: the one ``KUBECONFIG``
+points at. The generic contract runs there too, as tests/contract/'s ``k8s-live`` variant.
 
-Skipped unless KUBECONFIG is set. Optional knobs: ``ROLLOUT_TAX_K8S_CONTEXT``,
+Skipped unless KUBECONFIG is set. The options come from tests/support/live.py
+(``live.k8s_options()``), whose optional knobs are ``ROLLOUT_TAX_K8S_CONTEXT``,
 ``ROLLOUT_TAX_K8S_NAMESPACE``, ``ROLLOUT_TAX_K8S_IMAGE`` (an image the cluster can pull, with
 ``sh`` and coreutils; the default ``rollout-tax/sandbox:bookworm`` exists only where it was
 built), ``ROLLOUT_TAX_K8S_RUNTIME_CLASS``. The RBAC these tests need is the README's Role.
@@ -8,27 +10,18 @@ built), ``ROLLOUT_TAX_K8S_RUNTIME_CLASS``. The RBAC these tests need is the READ
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pytest
+from support import live
 from test_kubernetes import KubernetesContract
 
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("KUBECONFIG"),
-    reason="KUBECONFIG is not set: the live Kubernetes tests need a real cluster",
-)
-
-KNOBS = {
-    "context": "ROLLOUT_TAX_K8S_CONTEXT",
-    "namespace": "ROLLOUT_TAX_K8S_NAMESPACE",
-    "image": "ROLLOUT_TAX_K8S_IMAGE",
-    "runtime_class": "ROLLOUT_TAX_K8S_RUNTIME_CLASS",
-}
+OPTIONS = live.k8s_options()
+pytestmark = [pytest.mark.skip(reason=OPTIONS)] if isinstance(OPTIONS, str) else []
 
 
 class TestLiveCluster(KubernetesContract):
     @pytest.fixture(scope="class")
     @classmethod
     def k8s_options(cls) -> dict[str, Any]:
-        return {key: os.environ[env] for key, env in KNOBS.items() if os.environ.get(env)}
+        return OPTIONS

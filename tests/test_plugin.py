@@ -1,10 +1,14 @@
 """The pytest surface, end to end through pytester: options, marker, fixtures, summary, JSON."""
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
 from support.workloads import readme_workload
+
+from pytest_rollout_tax.plugin import Trajectory
 
 VARIANTS = """
 [tool.rollout-tax.substrates.local-b]
@@ -208,19 +212,73 @@ def test_bad_options_are_usage_errors_that_name_the_value(suite, args, message):
     assert "Traceback" not in result.stderr.str() + result.stdout.str()
 
 
+def test_a_device_as_json_path_is_a_usage_error_before_anything_runs(pytester):
+    """No test file: even the old code, which replaced the device, would write nothing here."""
+    result = pytester.runpytest("--rollout-json=/dev/full")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in result.errlines if line.startswith("ERROR:")] == [
+        "ERROR: --rollout-json=/dev/full: not a regular file (a character device); "
+        "name a regular file or a new one"
+    ]
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_fifo_or_a_link_to_a_device_as_json_path_is_a_usage_error(suite):
+    os.mkfifo(suite.path / "fifo")
+    (suite.path / "null.json").symlink_to("/dev/null")
+    for name, kind in (("fifo", "(a fifo)"), ("null.json", "/dev/null, a character device)")):
+        result = suite.runpytest(f"--rollout-json={name}")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"ERROR: --rollout-json={name}: not a regular file *{kind}*"])
+        assert "passed" not in result.stdout.str()
+    assert stat.S_ISFIFO(os.lstat(suite.path / "fifo").st_mode)
+    assert os.readlink(suite.path / "null.json") == "/dev/null"
+
+
+def test_the_json_report_goes_through_a_symlink_with_the_umask_mode(suite):
+    (suite.path / "reports").mkdir()
+    (suite.path / "latest.json").symlink_to("reports/run-1.json")
+    previous = os.umask(0o022)
+    try:
+        result = suite.runpytest("--rollout-json=latest.json")
+    finally:
+        os.umask(previous)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["report written to latest.json"])
+    assert os.readlink(suite.path / "latest.json") == "reports/run-1.json"
+    written = suite.path / "reports" / "run-1.json"
+    assert report_of(suite, "reports/run-1.json")["schema"] == "rollout-tax/1"
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644
+
+
+def assert_usage_error(result, *messages):
+    """Exit 4, exactly ``messages`` as ``ERROR:`` lines, no traceback, nothing run."""
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    errors = [line for line in result.errlines if line.startswith("ERROR: ")]
+    assert errors == [f"ERROR: {message}" for message in messages]
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert "passed" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("rounds=0", "@pytest.mark.trajectory(rounds=0): expected a positive integer"),
-        ("steps='many'", "@pytest.mark.trajectory(steps='many'): expected a positive integer"),
-        ("timeout=-1", "@pytest.mark.trajectory(timeout=-1): expected seconds > 0"),
-        ("wait=1", "@pytest.mark.trajectory: unknown argument(s) wait"),
-        ("substrates=3", "@pytest.mark.trajectory(substrates=3): expected a list of names"),
+        ("rounds=0", "@pytest.mark.trajectory(rounds=0) in test_m.py::test_x: expected a positive "
+         "integer"),
+        ("steps='many'", "@pytest.mark.trajectory(steps='many') in test_m.py::test_x: expected a "
+         "positive integer"),
+        ("wait=1", "@pytest.mark.trajectory in test_m.py::test_x: unknown argument(s) wait"),
+        ("5", "@pytest.mark.trajectory in test_m.py::test_x: takes keyword arguments only, "
+         "got (5,)"),
+        ("substrates=3", "@pytest.mark.trajectory(substrates=3) in test_m.py::test_x: expected a "
+         "list of names"),
+        ("substrates=[]", "@pytest.mark.trajectory(substrates=[]) in test_m.py::test_x: expected "
+         "at least one substrate name"),
     ],
-)
-def test_malformed_marker_arguments_name_the_value(pytester, marker, message):
+)  # fmt: skip
+def test_malformed_marker_arguments_are_usage_errors_naming_the_test(pytester, marker, message):
     pytester.makepyfile(
-        f"""
+        test_m=f"""
         import pytest
 
         @pytest.mark.trajectory({marker})
@@ -228,10 +286,149 @@ def test_malformed_marker_arguments_name_the_value(pytester, marker, message):
             pass
         """
     )
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines([f"*{message}*"])
-    assert "Traceback" not in result.stdout.str()
+    assert_usage_error(pytester.runpytest(), message)
+
+
+@pytest.mark.parametrize(
+    "timeout", ["float('nan')", "float('inf')", "0", "-1", "True", "'10'", "10**400"]
+)
+def test_a_marker_timeout_must_be_positive_finite_seconds(pytester, timeout):
+    pytester.makepyfile(
+        test_m=f"""
+        import pytest
+
+        @pytest.mark.trajectory(timeout={timeout})
+        def test_x(sandbox):
+            pass
+        """
+    )
+    shown = {"float('nan')": "nan", "float('inf')": "inf", "10**400": str(10**400)}
+    assert_usage_error(
+        pytester.runpytest(),
+        f"@pytest.mark.trajectory(timeout={shown.get(timeout, timeout)}) in test_m.py::test_x: "
+        "expected a positive finite number of seconds",
+    )
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -0.5, False, "1", [1]])
+def test_trajectory_rejects_every_timeout_that_is_not_seconds(timeout):
+    mark = pytest.mark.trajectory(timeout=timeout).mark
+    with pytest.raises(ValueError, match=r"in t\.py::test_x: expected a positive finite number"):
+        Trajectory.from_marker(mark, "t.py::test_x")
+
+
+@pytest.mark.parametrize("timeout", [None, 0.001, 1, 30.5])
+def test_trajectory_keeps_a_positive_finite_timeout(timeout):
+    mark = pytest.mark.trajectory(timeout=timeout).mark
+    assert Trajectory.from_marker(mark, "t.py::test_x").timeout == timeout
+
+
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
+def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
+    suite.makepyfile(
+        test_typo="""
+        import pytest
+
+        @pytest.mark.trajectory(substrates=["dokcer"])
+        def test_a(sandbox):
+            pass
+
+        class TestB:
+            @pytest.mark.trajectory(substrates="local,locl-b", timeout=float("nan"))
+            def test_b(self, sandbox):
+                pass
+        """
+    )
+    known = "docker, e2b, ec2, k8s, kubernetes, local, local-b, local-broken"
+    assert_usage_error(
+        suite.runpytest(*workers, "--substrate=local,local-b"),
+        "@pytest.mark.trajectory(substrates=['dokcer']) in test_typo.py::test_a: unknown "
+        f"substrate 'dokcer'; known substrates: {known}",
+        "@pytest.mark.trajectory(timeout=nan) in test_typo.py::TestB::test_b: expected a "
+        "positive finite number of seconds",
+    )
+
+
+def test_a_known_substrate_that_is_not_selected_just_does_not_run(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.trajectory(substrates=["docker"])
+        def test_docker_only(sandbox):
+            pass
+
+        def test_anywhere(sandbox):
+            pass
+        """
+    )
+    result = pytester.runpytest("--substrate=local")
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=1)
+
+
+def test_aliases_of_one_substrate_run_once_under_the_first_name(pytester):
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.trajectory(substrates=["kubernetes"])
+        def test_named_by_its_alias(sandbox):
+            pass
+
+        def test_anywhere(sandbox):
+            pass
+        """
+    )
+    result = pytester.runpytest("--collect-only", "-q", "--substrate=k8s,local,kubernetes")
+    assert result.ret == pytest.ExitCode.OK
+    collected = [line for line in result.outlines if "::" in line]
+    assert collected == [
+        "test_aliases_of_one_substrate_run_once_under_the_first_name.py::"
+        "test_named_by_its_alias[k8s-1]",
+        "test_aliases_of_one_substrate_run_once_under_the_first_name.py::test_anywhere[k8s-1]",
+        "test_aliases_of_one_substrate_run_once_under_the_first_name.py::test_anywhere[local-1]",
+    ]
+    again = pytester.runpytest("--collect-only", "-q", "--substrate=kubernetes,k8s")
+    ids = [line.rsplit("[", 1)[1] for line in again.outlines if "::" in line]
+    assert ids == ["kubernetes-1]", "kubernetes-1]"]
+
+
+ALIAS_PLUGIN = """
+from pytest_rollout_tax.hookspecs import hookimpl
+
+@hookimpl
+def rollout_tax_substrates():
+    return {"here": "pytest_rollout_tax.substrates.local:LocalSubstrate"}  # the entry of local
+"""
+
+
+def install_plugin(pytester, monkeypatch, module: str, source: str, entry: str) -> None:
+    """Install ``source`` as module ``module``, a plugin of entry point group rollout_tax."""
+    pytester.makepyfile(**{module: source})
+    dist = pytester.mkdir(f"{module}-1.0.dist-info")
+    name = module.replace("_", "-")
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[rollout_tax]\n{entry} = {module}\n")
+    monkeypatch.syspath_prepend(str(pytester.path))
+
+
+def test_an_alias_gives_one_row_in_the_summary_and_report(pytester, monkeypatch):
+    install_plugin(pytester, monkeypatch, "alias_substrate", ALIAS_PLUGIN, "here")
+    pytester.makepyfile(
+        test_w="""
+        import pytest
+
+        @pytest.mark.trajectory(substrates=["local"])
+        def test_w(sandbox, substrate):
+            assert substrate.name == "here"
+        """
+    )
+    result = pytester.runpytest("--substrate=here,local", "--rollout-json=report.json")
+    result.assert_outcomes(passed=1)
+    assert list(report_of(pytester)["substrates"]) == ["here"]
+    result.stdout.fnmatch_lines(["here *1*0*"])
+    assert not [line for line in result.outlines if line.startswith("local ")]
 
 
 def test_secrets_passed_to_steps_stay_out_of_output_and_report(pytester):
@@ -362,11 +559,7 @@ def rollout_tax_substrates():
 @pytest.fixture
 def plugged(pytester, monkeypatch):
     """pytester with the substrates of FLAKY_SUBSTRATE installed through the entry point."""
-    pytester.makepyfile(flaky_substrate=FLAKY_SUBSTRATE)
-    dist = pytester.mkdir("flaky_substrate-1.0.dist-info")
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flaky-substrate\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[rollout_tax]\nflaky = flaky_substrate\n")
-    monkeypatch.syspath_prepend(str(pytester.path))
+    install_plugin(pytester, monkeypatch, "flaky_substrate", FLAKY_SUBSTRATE, "flaky")
     return pytester
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -117,6 +118,26 @@ def test_save_from_ini(suite: pytest.Pytester) -> None:
     suite.makeini("[pytest]\nrollout_save = nightly\nrollout_storage = runs\n")
     assert run(suite).ret == 0
     assert (suite.path / "runs" / "nightly.json").is_file()
+
+
+def test_save_through_a_symlink_writes_its_target(suite: pytest.Pytester) -> None:
+    (suite.path / STORE).mkdir()
+    (suite.path / "shared").mkdir()
+    (suite.path / STORE / "main.json").symlink_to(suite.path / "shared" / "main.json")
+    assert run(suite, "--rollout-save=main").ret == 0
+    assert (suite.path / STORE / "main.json").is_symlink()
+    assert json.loads((suite.path / "shared" / "main.json").read_text())["schema"]
+
+
+def test_save_to_a_link_to_a_device_is_a_usage_error(suite: pytest.Pytester) -> None:
+    (suite.path / STORE).mkdir()
+    (suite.path / STORE / "main.json").symlink_to("/dev/null")
+    assert_usage_error(
+        run(suite, "--rollout-save=main"),
+        f"--rollout-save=main: {STORE}/main.json: not a regular file (it resolves to /dev/null, "
+        "a character device)",
+    )
+    assert os.readlink(suite.path / STORE / "main.json") == "/dev/null"
 
 
 def test_autosave_numbers_each_run(suite: pytest.Pytester) -> None:

@@ -1,9 +1,12 @@
+import random
+
 import pytest
 
 from pytest_rollout_tax.projection import (
     Scale,
     added_hours,
     spread,
+    step_overhead,
     tax_hours,
     worker_hours,
 )
@@ -29,6 +32,37 @@ def test_worker_and_tax_hours_follow_the_design_formulas():
     assert tax_hours(scale, cold_start_s=2.0, action_s=0.05, teardown_s=1.0) == pytest.approx(
         2.0 + 10 * 0.05 + 1.0
     )
+
+
+def test_a_no_op_probe_slower_than_the_step_is_capped_at_the_step():
+    scale = Scale(rollouts=7200, steps=10)
+    tax = tax_hours(scale, cold_start_s=2.0, action_s=0.3, teardown_s=1.0, step_s=0.1)
+    worker = worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0)
+    assert tax == 7200 * (2.0 + 10 * min(0.3, 0.1) + 1.0) / 3600 == pytest.approx(8.0)
+    assert tax <= worker
+    assert step_overhead(0.3, 0.1) == 0.1 and step_overhead(0.05, 0.1) == 0.05
+    assert step_overhead(0.3) == 0.3  # no steps measured: the probe alone
+
+
+def test_tax_hours_never_exceed_worker_hours_over_random_inputs():
+    """Property: for any measured means and scale, the tax is part of the work."""
+    rng = random.Random(20260301)
+
+    def duration() -> float:  # 100 ns .. 1000 s, evenly over the decades, sometimes exactly 0
+        return 0.0 if rng.random() < 0.05 else 10 ** rng.uniform(-7, 3)
+
+    for _ in range(5000):
+        scale = Scale(
+            rollouts=rng.randint(1, 10**12),
+            steps=rng.randint(1, 5000),
+            think_time_s=rng.choice([0.0, duration()]),
+        )
+        cold, action, step, teardown = duration(), duration(), duration(), duration()
+        tax = tax_hours(scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step)
+        worker = worker_hours(scale, cold_start_s=cold, step_s=step, teardown_s=teardown)
+        assert tax <= worker, (scale, cold, action, step, teardown)
+        expected = scale.rollouts * (cold + scale.steps * min(action, step) + teardown) / 3600
+        assert tax == pytest.approx(expected, rel=1e-12)
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,14 @@ def test_builtins_register_through_the_hook():
     assert registry.load("local") is LocalSubstrate
 
 
+def test_names_that_share_an_implementation_are_aliases_of_the_first():
+    aliases = Registry.discover().aliases()
+    assert aliases["kubernetes"] == aliases["k8s"] == "k8s"
+    assert (aliases["local"], aliases["docker"]) == ("local", "docker")
+    overridden = Registry({"k8s": "a:K8s", "kubernetes": LocalSubstrate, "other": LocalSubstrate})
+    assert overridden.aliases() == {"k8s": "k8s", "kubernetes": "kubernetes", "other": "kubernetes"}
+
+
 def test_get_substrate_builds_a_named_instance_with_options():
     substrate = get_substrate("local", env={"A": "1"})
     assert isinstance(substrate, Substrate)

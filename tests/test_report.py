@@ -1,10 +1,24 @@
 import json
+import os
+import re
+import socket
+import stat
+from contextlib import contextmanager
 
 import pytest
 from test_summary import rollout
 
+from pytest_rollout_tax import report as report_module
+from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.projection import Scale
-from pytest_rollout_tax.report import render_summary, seconds, write_json
+from pytest_rollout_tax.report import (
+    NotRegularFileError,
+    check_json_path,
+    current_umask,
+    render_summary,
+    seconds,
+    write_json,
+)
 from pytest_rollout_tax.summary import build_report
 
 
@@ -38,6 +52,22 @@ def test_summary_lists_failure_reasons_and_success_rate():
     assert "docker: 50% of rollouts succeeded; failures: 1x boom" in text
 
 
+def test_the_summary_notes_a_per_step_tax_capped_at_the_step():
+    docker = rollout("docker", 0.25, step=0.04)
+    docker.action_probes_s = [0.052] * 3
+    local = rollout("local", 0.002, step=0.01)  # probes (5ms) faster than its steps: no note
+    lines = render_summary(
+        build_report([docker, local], Scale(), plugin_version="1", machine={}, commit=None)
+    )
+    assert max(map(len, lines)) <= 100
+    text = " ".join(line.strip() for line in lines)
+    assert text.count("note: ") == 1
+    assert (
+        "note: docker's no-op probe (52ms) is slower than its mean step (40ms); its per-step tax "
+        "is capped at the step" in text
+    )
+
+
 def test_write_json_is_atomic(tmp_path):
     target = tmp_path / "sub" / "report.json"
     write_json(target, {"a": 1})
@@ -65,3 +95,104 @@ def test_a_priced_substrate_with_think_time_still_fits_100_columns():
 @pytest.mark.parametrize(("value", "text"), [(0.0009996, "1ms"), (0.9996, "1s"), (119.6, "2m00s")])
 def test_durations_at_unit_boundaries_never_read_in_exponent_notation(value, text):
     assert seconds(value) == text
+
+
+@contextmanager
+def umask(mask: int):
+    """Run the block under ``mask``, then restore the process's umask."""
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def special_files(tmp_path):
+    """A path of each kind that is not a regular file, none of them a real device to clobber."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(tmp_path / "sock"))
+    listener.close()
+    (tmp_path / "to-null").symlink_to("/dev/null")
+    (tmp_path / "to-full").symlink_to("/dev/full")
+    (tmp_path / "loop").symlink_to("loop")
+    return {
+        "fifo": (fifo, "not a regular file (a fifo)"),
+        "socket": (tmp_path / "sock", "not a regular file (a socket)"),
+        "null": (tmp_path / "to-null", "it resolves to /dev/null, a character device"),
+        "full": (tmp_path / "to-full", "it resolves to /dev/full, a character device"),
+        "loop": (tmp_path / "loop", "a symbolic link loop"),
+    }
+
+
+def test_write_json_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path):
+    (tmp_path / "runs").mkdir()
+    real = tmp_path / "runs" / "real.json"
+    real.write_text("old")
+    link = tmp_path / "report.json"
+    link.symlink_to("runs/real.json")
+    assert write_json(link, {"a": 1}) == link
+    assert link.is_symlink() and os.readlink(link) == "runs/real.json"
+    assert json.loads(real.read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["real.json", "report.json", "runs"]
+    dangling = tmp_path / "new.json"
+    dangling.symlink_to("runs/new-target.json")
+    write_json(dangling, {"b": 2})
+    assert dangling.is_symlink() and json.loads((tmp_path / "runs" / "new-target.json").read_text())
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "null", "full", "loop"])
+def test_write_json_never_replaces_what_is_not_a_regular_file(tmp_path, kind):
+    path, message = special_files(tmp_path)[kind]
+    before = os.lstat(path)
+    with pytest.raises(NotRegularFileError, match=re.escape(message)):
+        write_json(path, {"a": 1})
+    after = os.lstat(path)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "null", "full", "loop"])
+def test_a_json_path_that_is_not_a_regular_file_is_a_usage_error(tmp_path, kind):
+    path, message = special_files(tmp_path)[kind]
+    with pytest.raises(ConfigError, match=re.escape(f"--rollout-json={path}: ")) as caught:
+        check_json_path(path)
+    assert message in str(caught.value)
+
+
+def test_a_device_node_as_json_path_names_the_device():
+    with pytest.raises(ConfigError) as caught:
+        check_json_path("/dev/full")
+    assert str(caught.value) == (
+        "--rollout-json=/dev/full: not a regular file (a character device); "
+        "name a regular file or a new one"
+    )
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_write_json_gives_the_mode_of_the_umask_and_stays_atomic(tmp_path, mask, mode):
+    target = tmp_path / "report.json"
+    target.write_text("{}")
+    target.chmod(0o600)
+    with umask(mask):
+        write_json(target, {"a": 1})
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no /proc")
+def test_the_umask_is_read_without_changing_it(monkeypatch):
+    with umask(0o027), monkeypatch.context() as patch:
+        patch.setattr(os, "umask", lambda mask: pytest.fail("the umask was changed"))
+        assert current_umask() == 0o027
+
+
+def test_without_proc_the_umask_is_read_by_a_round_trip(monkeypatch):
+    def no_proc(*args, **kwargs):
+        raise FileNotFoundError("/proc/self/status")
+
+    monkeypatch.setattr(report_module, "open", no_proc, raising=False)
+    with umask(0o037):
+        assert current_umask() == 0o037
+        assert os.umask(0o037) == 0o037  # and it is left as it was

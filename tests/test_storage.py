@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 import pytest
@@ -124,6 +125,47 @@ def test_check_writable(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     with pytest.raises(SavedRunError, match=r"--rollout-storage=.*file/: cannot create"):
         Storage(tmp_path / "file").check_writable()
+
+
+def test_save_through_a_symlink_writes_its_target(storage: Storage, tmp_path: Path) -> None:
+    storage.root.mkdir()
+    real = tmp_path / "shared" / "main.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    (storage.root / "main.json").symlink_to(real)
+    data = sample_report()
+    assert storage.save("main", data) == storage.root / "main.json"
+    assert (storage.root / "main.json").is_symlink()
+    assert json.loads(real.read_text()) == data
+    assert [p.name for p in real.parent.iterdir()] == ["main.json"]
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "fifo"])
+def test_a_save_target_that_is_not_a_regular_file_is_refused(
+    storage: Storage, tmp_path: Path, target: str
+) -> None:
+    storage.root.mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    link = storage.root / "main.json"
+    link.symlink_to(target if target.startswith("/") else tmp_path / target)
+    kind = "a character device" if target == "/dev/null" else "a fifo"
+    with pytest.raises(SavedRunError, match=rf"--rollout-save=main: .*main\.json: not a regular "
+                       rf"file \(it resolves to .*, {kind}\)"):  # fmt: skip
+        storage.check_writable("main")
+    with pytest.raises(OSError, match="not a regular file"):
+        storage.save("main", sample_report())
+    assert link.is_symlink() and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo").st_mode)
+    storage.check_writable("other")  # another name is fine
+
+
+def test_saved_runs_get_the_umask_mode(storage: Storage) -> None:
+    previous = os.umask(0o022)
+    try:
+        paths = [storage.save("main", sample_report()), storage.autosave(sample_report())]
+    finally:
+        os.umask(previous)
+    assert [stat.S_IMODE(p.stat().st_mode) for p in paths] == [0o644, 0o644]
 
 
 # -- finding ------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import json
+import random
 
 import pytest
 
@@ -113,3 +114,31 @@ def test_a_workload_without_steps_has_no_worker_hours():
     data = report([rollout("local", 0.1, steps=0)])
     assert data["substrates"]["local"]["worker_hours"] is None
     assert data["substrates"]["local"]["tax_hours"] is not None
+
+
+def test_tax_hours_cap_the_per_step_tax_at_the_mean_step():
+    slow_probes = [rollout("docker", 0.2, step=0.04), rollout("docker", 0.4, step=0.06)]
+    for one in slow_probes:
+        one.action_probes_s = [0.052, 0.048, 0.056]  # mean 52ms, slower than the 50ms mean step
+    docker = report(slow_probes)["substrates"]["docker"]
+    # N=3600: hours = seconds per rollout = cold 0.3 + 10 * min(0.052, 0.05) + teardown 0.5
+    assert docker["tax_hours"] == pytest.approx(0.3 + 10 * 0.05 + 0.5)
+    assert docker["tax_hours"] <= docker["worker_hours"] == pytest.approx(0.3 + 10 * 0.05 + 0.5)
+    fast_probes = report([rollout("local", 1.0, step=0.1)])["substrates"]["local"]
+    assert fast_probes["tax_hours"] == pytest.approx(1.0 + 10 * 0.05 + 0.5)  # the probes' mean
+
+
+def test_tax_hours_never_exceed_worker_hours_in_random_reports():
+    """Property: whatever the samples, a substrate's tax-hours are at most its worker-hours."""
+    rng = random.Random(7)
+    for _ in range(300):
+        rollouts = []
+        for _ in range(rng.randint(1, 4)):
+            one = rollout("x", 10 ** rng.uniform(-4, 1), step=10 ** rng.uniform(-5, 0))
+            walls = [10 ** rng.uniform(-5, 0) for _ in range(rng.randint(1, 5))]
+            one.steps = [Step("exec", wall, 0) for wall in walls]
+            one.action_probes_s = [10 ** rng.uniform(-5, 0) for _ in range(rng.randint(1, 5))]
+            rollouts.append(one)
+        scale = Scale(rollouts=rng.randint(1, 10**7), steps=rng.randint(1, 500))
+        entry = report(rollouts, scale)["substrates"]["x"]
+        assert entry["tax_hours"] <= entry["worker_hours"], entry

@@ -188,7 +188,10 @@ class DockerSandbox(Sandbox):
                     f"{self.substrate.name}: steps with a timeout need the `timeout` command "
                     f"(coreutils or busybox) in image {self.substrate.options.image}"
                 )
-            missing = "not found" in message or "no such file or directory" in message
+            missing = any(
+                reason in message
+                for reason in ("not found", "no such file or directory", "chdir to cwd")
+            )
             return RawResult(127 if missing else 126, b"", stdout.strip() + b"\n")
         return RawResult(exit_code, stdout, stderr)
 
@@ -201,7 +204,7 @@ class DockerSandbox(Sandbox):
         uid, gid = self.substrate._file_owner(self)
         archive = _single_file_tar(name, data, uid, gid)
         try:
-            self._api.put_archive(self.container_id, parent, archive)
+            _put_archive(self._api, self.container_id, parent, archive)
             return
         except docker_errors.NotFound as exc:
             self._check_container(exc)
@@ -214,7 +217,7 @@ class DockerSandbox(Sandbox):
             message = made.stderr.decode("utf-8", "replace").strip()
             raise OSError(errno.EIO, f"cannot create {parent}: {message}", path)
         try:
-            self._api.put_archive(self.container_id, parent, archive)
+            _put_archive(self._api, self.container_id, parent, archive)
         except docker_errors.APIError as exc:
             raise _os_error(exc, path) from None
 
@@ -273,11 +276,6 @@ class DockerSubstrate(Substrate):
         self._pull_needed = False
         self.client = _connect(self.name)
         self.api = self.client.api
-        try:
-            self._check_engine()
-        except BaseException:
-            self.client.close()
-            raise
         self._host_config = self.api.create_host_config(
             init=True,
             security_opt=["no-new-privileges"],
@@ -344,7 +342,9 @@ class DockerSubstrate(Substrate):
         try:
             found = self.api.containers(all=True, filters={"label": label})
         except (docker_errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise SubstrateUnavailable(f"{self.name}: cannot list containers: {exc}") from None
+            raise SubstrateUnavailable(
+                f"{self.name}: cannot list containers: {_root_cause(exc)}"
+            ) from None
         removed = 0
         for container in found:
             if self._owned_by_live_process((container.get("Labels") or {}).get(OWNER_LABEL)):
@@ -384,8 +384,9 @@ class DockerSubstrate(Substrate):
                 f"{self.name}: lost the Docker engine while {doing}: {_root_cause(exc)}"
             ) from None
 
-    def _check_engine(self) -> None:
-        """Once per process: the image exists (or may be pulled), the network and runtime too."""
+    def _prepare(self) -> None:
+        """Before the first start: the image exists (or may be pulled), the network and the
+        runtime too. Reaping needs none of them."""
         options = self.options
         try:
             try:
@@ -394,6 +395,10 @@ class DockerSubstrate(Substrate):
                 if options.pull == "never":
                     raise SubstrateUnavailable(self._image_missing()) from None
                 self._pull_needed = True
+            except docker_errors.APIError as exc:
+                if not exc.is_client_error():
+                    raise
+                raise ConfigError(f"{self.name}.image={options.image!r}: {_explain(exc)}") from None
             if options.network not in _BUILTIN_NETWORKS and ":" not in options.network:
                 try:
                     self.api.inspect_network(options.network)
@@ -416,7 +421,9 @@ class DockerSubstrate(Substrate):
                         f"{self.name}.cpus={options.cpus:g}: the engine has only {ncpu} CPUs"
                     )
         except (docker_errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise SubstrateUnavailable(f"{self.name}: the Docker engine failed: {exc}") from None
+            raise SubstrateUnavailable(
+                f"{self.name}: the Docker engine failed: {_root_cause(exc)}"
+            ) from None
 
     def _image_missing(self) -> str:
         image = self.options.image
@@ -577,6 +584,18 @@ def _exit_code(api: Any, exec_id: str) -> int:
         if delay is not None:
             time.sleep(delay)
     raise SandboxError(f"docker: exec {exec_id[:12]} ended but has no exit code")
+
+
+def _put_archive(api: Any, container_id: str, parent: str, archive: bytes) -> None:
+    """The SDK's ``put_archive``, but refusing to replace a directory with a file (or the
+    reverse) as the engine's ``noOverwriteDirNonDir`` does: a 400 instead of a lost tree."""
+    url = f"{api.base_url}/v{api.api_version}/containers/{container_id}/archive"
+    params = {"path": parent, "noOverwriteDirNonDir": "true"}
+    response = api.put(url, params=params, data=archive, timeout=api.timeout)
+    try:
+        response.raise_for_status()
+    except requests.exceptions.HTTPError as exc:
+        docker_errors.create_api_error_from_http_exception(exc)  # raises the SDK's APIError
 
 
 def _single_file_tar(name: str, data: bytes, uid: int, gid: int) -> bytes:

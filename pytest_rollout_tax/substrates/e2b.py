@@ -13,6 +13,7 @@ Install with ``pip install 'pytest-rollout-tax[e2b]'``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import posixpath
 import shlex
@@ -43,6 +44,7 @@ try:
         FileNotFoundException,
         InvalidArgumentException,
         RateLimitException,
+        SandboxException,
         SandboxNotRunningException,
         SandboxUnreachableException,
         ServiceBusyException,
@@ -107,14 +109,15 @@ class E2BSandbox(Sandbox):
     def _run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        command = shlex.join(argv)
+        # Variables go through env(1): envd's shell would drop names that are not identifiers.
+        assignments = [f"{name}={value}" for name, value in (env or {}).items()]
+        command = shlex.join(["env", "--", *assignments, *argv] if assignments else argv)
         handle = None
         try:
             # background=True hands out the pid, so a command past its timeout can be killed.
             handle = self.sdk.commands.run(
                 command,
                 background=True,
-                envs=dict(env) if env else None,
                 cwd=cwd,
                 timeout=timeout or 0,
             )
@@ -161,20 +164,23 @@ class E2BSandbox(Sandbox):
     def _write(self, path: str, data: bytes) -> None:
         try:
             self.sdk.files.write(path, data)
-        except InvalidArgumentException as exc:
-            raise OSError(f"cannot write {path}: {self._substrate.redact(exc)}") from None
         except Exception as exc:
-            raise self._fail(exc, "writing a file") from None
+            raise self._file_failure(exc, path, "writing a file") from None
 
     def _read(self, path: str) -> bytes:
         try:
             return bytes(self.sdk.files.read(path, format="bytes"))
-        except FileNotFoundException:
-            raise FileNotFoundError(f"{path}: no such file in the sandbox") from None
-        except InvalidArgumentException as exc:
-            raise OSError(f"cannot read {path}: {self._substrate.redact(exc)}") from None
         except Exception as exc:
-            raise self._fail(exc, "reading a file") from None
+            raise self._file_failure(exc, path, "reading a file") from None
+
+    def _file_failure(self, exc: Exception, path: str, action: str) -> Exception:
+        """envd's answer about ``path`` as an OSError (the sandbox names its cause); the
+        sandbox's own failure as a SandboxError."""
+        if isinstance(exc, FileNotFoundException):
+            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
+        if isinstance(exc, InvalidArgumentException) or type(exc) is SandboxException:
+            return OSError(errno.EIO, " ".join(self._substrate.redact(exc).split()), path)
+        return self._fail(exc, action)
 
     def _destroy(self) -> None:
         try:

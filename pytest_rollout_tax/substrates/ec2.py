@@ -23,6 +23,7 @@ import select
 import shlex
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -565,25 +566,29 @@ class EC2Sandbox(Sandbox):
         if path in self._dirs or path in ("", "/"):
             return
         try:
-            sftp.stat(path)
+            found = sftp.stat(path)
         except FileNotFoundError:
             self._makedirs(sftp, posixpath.dirname(path))
             try:
                 sftp.mkdir(path)
             except OSError:
                 sftp.stat(path)  # made concurrently: fine; else raise the real error
+        else:
+            if not stat.S_ISDIR(found.st_mode or 0):
+                raise OSError(errno.ENOTDIR, "Not a directory", path)
         self._dirs.add(path)
 
     def _put(self, sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
         parent = posixpath.dirname(path)
-        if parent not in self._dirs:
-            self._makedirs(sftp, parent)
-        try:
-            self._write_file(sftp, path, data)
-        except FileNotFoundError:  # a directory we made was removed since
-            self._dirs.clear()
-            self._makedirs(sftp, parent)
-            self._write_file(sftp, path, data)
+        with _sftp_status(path):
+            if parent not in self._dirs:
+                self._makedirs(sftp, parent)
+            try:
+                self._write_file(sftp, path, data)
+            except FileNotFoundError:  # a directory we made was removed since
+                self._dirs.clear()
+                self._makedirs(sftp, parent)
+                self._write_file(sftp, path, data)
 
     @staticmethod
     def _write_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
@@ -593,14 +598,21 @@ class EC2Sandbox(Sandbox):
 
     @staticmethod
     def _get(sftp: paramiko.SFTPClient, path: str) -> bytes:
-        try:
-            with sftp.open(path, "rb") as handle:
-                handle.prefetch()
-                return handle.read()
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path) from None
-            raise
+        with _sftp_status(path), sftp.open(path, "rb") as handle:
+            handle.prefetch()
+            return handle.read()
+
+
+@contextlib.contextmanager
+def _sftp_status(path: str) -> Iterator[None]:
+    """An SFTP error status as a plain OSError about ``path``: SFTP's few codes (a missing
+    parent and a file in the way are both "no such file") leave the sandbox to name the cause."""
+    try:
+        yield
+    except TimeoutError:
+        raise
+    except OSError as exc:
+        raise OSError(errno.EIO, f"SFTP: {exc.strerror or exc or 'failed'}", path) from None
 
 
 # -- the substrate -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..contract import READ_SCRIPT, WRITE_SCRIPT, file_error_for
 from ..errors import (
     ConfigError,
     CredentialsMissing,
@@ -123,18 +124,9 @@ STDIN_CHUNK = 256 * 1024
 KILL_GRACE = 10.0
 #: ``timeout -s KILL`` exits 128 + SIGKILL when it had to kill the command.
 KILLED = 137
-_MISSING, _IS_DIR = 44, 45
 #: How runc reports a command that does not exist, whichever container runtime relays it.
 _OCI_NOT_FOUND = re.compile(
     r"\s*OCI runtime exec failed: .*(executable file not found|no such file or directory)", re.S
-)
-_WRITE = (
-    'mkdir -p -- "$(dirname -- "$1")" && head -c "$2" > "$1" && n=$(($(wc -c < "$1"))) && '
-    '{ [ "$n" -eq "$2" ] || { echo "short write: $n of $2 bytes" >&2; exit 1; }; }'
-)
-_READ = (
-    f'if [ -d "$1" ]; then echo "$1: Is a directory" >&2; exit {_IS_DIR}; fi; '
-    f'[ -e "$1" ] || exit {_MISSING}; exec cat -- "$1"'
 )
 
 
@@ -283,18 +275,19 @@ class KubernetesSandbox(Sandbox):
         return RawResult(code, stdout, stderr)
 
     def _write(self, path: str, data: bytes) -> None:
-        code, _, stderr = self._file_exec(["sh", "-c", _WRITE, "sh", path, str(len(data))], data)
+        argv = ["sh", "-c", WRITE_SCRIPT, "sh", path, str(len(data))]
+        code, _, stderr = self._file_exec(argv, data)
         if code != 0:
-            raise _os_error(path, stderr, f"cannot write {path} in pod {self.name}")
+            raise file_error_for(code, path) or _os_error(
+                path, stderr, f"cannot write {path} in pod {self.name}"
+            )
 
     def _read(self, path: str) -> bytes:
-        code, stdout, stderr = self._file_exec(["sh", "-c", _READ, "sh", path])
-        if code == _MISSING:
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)
-        if code == _IS_DIR:
-            raise IsADirectoryError(errno.EISDIR, "Is a directory", path)
+        code, stdout, stderr = self._file_exec(["sh", "-c", READ_SCRIPT, "sh", path])
         if code != 0:
-            raise _os_error(path, stderr, f"cannot read {path} in pod {self.name}")
+            raise file_error_for(code, path) or _os_error(
+                path, stderr, f"cannot read {path} in pod {self.name}"
+            )
         return stdout
 
     def _file_exec(

@@ -53,6 +53,7 @@ from urllib.parse import parse_qsl, unquote
 import docker
 import docker.errors
 import pytest
+import requests
 from aiohttp import web
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
@@ -94,6 +95,19 @@ _LAUNCHER = 'cd "$1" 2>/dev/null || { echo nocwd >&2; exit 1; }; shift; echo "$$
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def _put_archive(container: Any, archive: bytes) -> None:
+    """Extract ``archive`` at ``/`` as envd's open(2) would write: never replacing a directory
+    with a file or a file with a directory (the engine's ``noOverwriteDirNonDir``)."""
+    api = container.client.api
+    url = f"{api.base_url}/v{api.api_version}/containers/{container.id}/archive"
+    params = {"path": "/", "noOverwriteDirNonDir": "true"}
+    response = api.put(url, params=params, data=archive, timeout=api.timeout)
+    try:
+        response.raise_for_status()
+    except requests.exceptions.HTTPError as exc:
+        docker.errors.create_api_error_from_http_exception(exc)  # raises the SDK's APIError
 
 
 def _error(status: int, message: str, **headers: str) -> web.Response:
@@ -431,6 +445,8 @@ class StandInE2B:
                 stream, stat = await asyncio.to_thread(sandbox.container.get_archive, path)
             except docker.errors.NotFound:
                 return _error(404, f"path '{path}' does not exist")
+            except docker.errors.APIError as exc:  # e.g. a file where a directory is needed
+                return _error(400, f"cannot read '{path}': {exc.explanation}")
             if stat["mode"] & (1 << 31):  # Go's os.ModeDir
                 return _error(400, f"path '{path}' is a directory")
             if not stat.get("linkTarget"):
@@ -481,7 +497,7 @@ class StandInE2B:
                     {"name": posixpath.basename(absolute), "type": "file", "path": absolute}
                 )
         try:
-            await asyncio.to_thread(sandbox.container.put_archive, "/", buffer.getvalue())
+            await asyncio.to_thread(_put_archive, sandbox.container, buffer.getvalue())
         except docker.errors.APIError as exc:
             return _error(400, f"cannot write {', '.join(p for p, _ in files)}: {exc.explanation}")
         return web.json_response(written)

@@ -441,8 +441,7 @@ def sshd_target(docker_client, sshd_image, ec2_keys) -> Iterator[SSHTarget]:
     target.container.remove(force=True)
 
 
-@pytest.fixture
-def ec2_aws_env(monkeypatch, tmp_path) -> None:
+def use_dummy_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Dummy AWS credentials and region in the environment, nothing from the host's config."""
     for name in list(os.environ):
         if name.startswith("AWS_"):
@@ -456,20 +455,31 @@ def ec2_aws_env(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
-@pytest.fixture
-def ec2_opts(ec2_aws_env, ec2_proxy, ec2_world, sshd_target) -> dict[str, str]:
-    """Options of an ec2 substrate on moto (through the proxy) with the sshd target."""
+def stand_in_options(proxy: FaultProxy, world: dict[str, str], target: SSHTarget) -> dict[str, str]:
+    """Options of an ec2 substrate on moto (through ``proxy``) with the sshd ``target``."""
     return {
-        "endpoint_url": ec2_proxy.url,
-        "ami": ec2_world["ami"],
+        "endpoint_url": proxy.url,
+        "ami": world["ami"],
         "instance_type": "t3.micro",
-        "key_name": ec2_world["key_name"],
-        "ssh_user": sshd_target.user,
-        "ssh_key": str(sshd_target.key.private),
-        "connect": sshd_target.connect,
+        "key_name": world["key_name"],
+        "ssh_user": target.user,
+        "ssh_key": str(target.key.private),
+        "connect": target.connect,
         "poll_interval": "0.05",
         "ready_timeout": "60",
     }
+
+
+@pytest.fixture
+def ec2_aws_env(monkeypatch, tmp_path) -> None:
+    """Dummy AWS credentials and region in the environment, nothing from the host's config."""
+    use_dummy_aws(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def ec2_opts(ec2_aws_env, ec2_proxy, ec2_world, sshd_target) -> dict[str, str]:
+    """Options of an ec2 substrate on moto (through the proxy) with the sshd target."""
+    return stand_in_options(ec2_proxy, ec2_world, sshd_target)
 
 
 @pytest.fixture

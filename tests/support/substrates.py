@@ -1,0 +1,82 @@
+"""Every substrate the contract suite runs on, each built from the tests' real components.
+
+``local`` and ``docker`` are real; ``k8s``, ``e2b`` and ``ec2`` drive the official SDKs against
+the stand-ins of this package (their timings are not the services'); the ``-live`` variants
+run against the real services when their credentials are set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pytest_rollout_tax.sandbox import Substrate
+
+from . import live
+from .ec2_moto import stand_in_options, use_dummy_aws
+
+STAND_INS = ("local", "docker", "k8s", "e2b", "ec2")
+LIVE: dict[str, Callable[[], Any]] = {
+    "k8s-live": live.k8s_options,
+    "e2b-live": live.e2b_options,
+    "ec2-live": live.ec2_options,
+}
+
+
+def live_skip_reason(name: str) -> str | None:
+    """Why live variant ``name`` cannot run here, or None when its credentials are set."""
+    found = LIVE[name]()
+    return found if isinstance(found, str) else None
+
+
+@contextlib.contextmanager
+def open_substrate(name: str, request: pytest.FixtureRequest) -> Iterator[Substrate]:
+    """Substrate ``name`` (a stand-in or a live variant), reaped and closed afterwards."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        substrate = _build(name, request, monkeypatch)
+        try:
+            yield substrate
+        finally:
+            with contextlib.suppress(Exception):
+                substrate.reap(substrate.session_id)
+            substrate.close()
+
+
+def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Substrate:
+    fixture = request.getfixturevalue
+    if name == "local":
+        from pytest_rollout_tax.substrates.local import LocalSubstrate
+
+        return LocalSubstrate(root=str(fixture("tmp_path_factory").mktemp("local")))
+    if name == "docker":
+        from pytest_rollout_tax.substrates.docker import DockerSubstrate
+
+        return DockerSubstrate(image=fixture("sandbox_image"))
+    if name in ("k8s", "k8s-live"):
+        from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
+
+        if name == "k8s":
+            return KubernetesSubstrate(kubeconfig=str(fixture("k8s_kubeconfig")))
+        return KubernetesSubstrate(**live.k8s_options())
+    if name in ("e2b", "e2b-live"):
+        from pytest_rollout_tax.substrates.e2b import E2BSubstrate
+
+        if name == "e2b-live":
+            return E2BSubstrate(**live.e2b_options())
+        for variable in ("E2B_DEBUG", "E2B_DOMAIN", "E2B_ACCESS_TOKEN"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("e2b_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return E2BSubstrate()
+    if name in ("ec2", "ec2-live"):
+        from pytest_rollout_tax.substrates.ec2 import EC2Substrate
+
+        if name == "ec2-live":
+            return EC2Substrate(**live.ec2_options(), tags={"purpose": "rollout-tax-live-test"})
+        use_dummy_aws(monkeypatch, fixture("tmp_path_factory").mktemp("aws"))
+        world, target = fixture("ec2_world"), fixture("sshd_target")
+        return EC2Substrate(**stand_in_options(fixture("ec2_proxy"), world, target))
+    raise ValueError(f"no test substrate named {name!r}")
