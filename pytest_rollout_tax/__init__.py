@@ -15,7 +15,8 @@ from .errors import (
 )
 from .record import Rollout, Step
 from .registry import get_substrate
-from .sandbox import ExecResult, Sandbox, Substrate
+from .sandbox import ExecResult, Sandbox
+from .substrate import Substrate
 
 try:
     __version__ = version("pytest-rollout-tax")

@@ -6,28 +6,29 @@ from __future__ import annotations
 import math
 import signal
 import sys
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, compare, contract
+from . import __version__, compare
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import CredentialsMissing, RolloutTaxError
 from .machine import commit_info, machine_info
+from .marker import Trajectory
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
 from .report import check_json_path, render_summary, write_json
-from .sandbox import Sandbox, Substrate, new_id
+from .sandbox import Sandbox
 from .session import SubstratePool
+from .substrate import Substrate, new_id
 from .summary import build_report
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
-MARK_NAME = "@pytest.mark.trajectory"
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
     "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
@@ -163,78 +164,6 @@ class Settings:
 
 
 # -- the marker --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    """The ``trajectory`` marker's arguments, checked."""
-
-    steps: int | None = None
-    rounds: int | None = None
-    timeout: float | None = None
-    substrates: tuple[str, ...] | None = None
-
-    @classmethod
-    def from_marker(
-        cls, mark: pytest.Mark | None, test: str = "", known: Collection[str] | None = None
-    ) -> Trajectory:
-        """The marker's arguments; a ValueError naming the argument and ``test`` if one is bad.
-
-        ``known``: the substrate names ``substrates`` may use (default: any).
-        """
-        if mark is None:
-            return cls()
-        at = f" in {test}" if test else ""
-        if mark.args:
-            raise ValueError(f"{MARK_NAME}{at}: takes keyword arguments only, got {mark.args!r}")
-        unknown = set(mark.kwargs) - {"steps", "rounds", "timeout", "substrates"}
-        if unknown:
-            raise ValueError(f"{MARK_NAME}{at}: unknown argument(s) {', '.join(sorted(unknown))}")
-        kwargs = mark.kwargs
-        for name in ("steps", "rounds"):
-            value = kwargs.get(name)
-            if value is not None and (type(value) is not int or value < 1):
-                raise _bad_argument(name, value, at, "expected a positive integer")
-        timeout = kwargs.get("timeout")
-        try:
-            contract.check_timeout(timeout)
-        except ValueError:
-            raise _bad_argument(
-                "timeout", timeout, at, "expected a positive finite number of seconds"
-            ) from None
-        return cls(
-            steps=kwargs.get("steps"),
-            rounds=kwargs.get("rounds"),
-            timeout=timeout,
-            substrates=_substrate_names(kwargs.get("substrates"), at, known),
-        )
-
-
-def _bad_argument(name: str, value: Any, at: str, problem: str) -> ValueError:
-    return ValueError(f"{MARK_NAME}({name}={value!r}){at}: {problem}")
-
-
-def _substrate_names(value: Any, at: str, known: Collection[str] | None) -> tuple[str, ...] | None:
-    """The marker's ``substrates`` as names, each one of ``known``."""
-    if value is None:
-        return None
-    names = value.split(",") if isinstance(value, str) else value
-    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
-        raise _bad_argument("substrates", value, at, "expected a list of names")
-    names = tuple(name.strip() for name in names)
-    if not names:
-        raise _bad_argument("substrates", value, at, "expected at least one substrate name")
-    unknown = [name for name in names if known is not None and name not in known]
-    if unknown:
-        listed = ", ".join(map(repr, unknown))
-        raise _bad_argument(
-            "substrates",
-            value,
-            at,
-            f"unknown substrate{'s' if len(unknown) > 1 else ''} {listed}; "
-            f"known substrates: {', '.join(sorted(known or ()))}",
-        )
-    return names
 
 
 @dataclass(frozen=True)

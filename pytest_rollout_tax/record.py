@@ -28,6 +28,10 @@ class Rollout:
 
     test: str = ""
     substrate: str = ""
+    #: The implementation the substrate is (``docker`` for a variant ``docker-session``).
+    kind: str = ""
+    #: How steps reached the sandbox: ``exec`` or ``session``.
+    transport: str = ""
     round: int = 1
     #: The trajectory length the test stands for (marker ``steps``), for projection.
     planned_steps: int | None = None

@@ -10,7 +10,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import ConfigError, SubstrateUnavailable
-from .sandbox import Substrate
+from .substrate import Substrate
 from .substrates import builtin
 
 

@@ -52,6 +52,8 @@ def hours(value: float | None) -> str:
 
 
 def ratio(value: float) -> str:
+    if value < 0.1:
+        return f"{value:.2g}x"
     return f"{value:.2f}x" if value < 10 else f"{value:,.0f}x"
 
 
@@ -94,6 +96,7 @@ def render_summary(report: dict) -> list[str]:
             f"({spread['slowest']} vs {spread['fastest']}), "
             f"worker-hours {ratio(spread['worker_hours'])}"
         )
+    notes += variant_lines(report["substrates"])
     for name, sub in report["substrates"].items():
         if sub.get("cost_usd") is not None:  # the substrate knows its price (ec2.price_per_hour)
             notes.append(
@@ -114,6 +117,29 @@ def render_summary(report: dict) -> list[str]:
             )
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
+    return lines
+
+
+def variant_lines(substrates: dict[str, dict]) -> list[str]:
+    """For each kind run as several variants (e.g. ``docker`` and ``docker-session``), each
+    variant against the kind's baseline: its ``exec`` transport, else the first name."""
+    by_kind: dict[str, list[str]] = {}
+    for name, entry in substrates.items():
+        if entry.get("kind"):
+            by_kind.setdefault(entry["kind"], []).append(name)
+    lines = []
+    for names in by_kind.values():
+        exec_names = [n for n in names if substrates[n].get("transport") == "exec"] or names
+        base = substrates[baseline := exec_names[0]]
+        for name in names:
+            entry = substrates[name]
+            if name == baseline or not entry["action"] or not base["action"]:
+                continue
+            speed = entry["action"]["p50"] / base["action"]["p50"]
+            line = f"{name} vs {baseline}: action p50 {ratio(speed)}"
+            if entry["tax_hours"] is not None and base["tax_hours"] is not None:
+                line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
+            lines.append(line)
     return lines
 
 

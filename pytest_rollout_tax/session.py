@@ -9,7 +9,7 @@ from .config import SubstrateSpec
 from .errors import RolloutTaxError, SubstrateUnavailable
 from .options import parse_options
 from .registry import Registry
-from .sandbox import Substrate
+from .substrate import Substrate
 
 log = logging.getLogger(__name__)
 

@@ -27,6 +27,8 @@ def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
     prices = [r.price_per_hour for r in rollouts if r.price_per_hour is not None]
     price = prices[-1] if prices else None
     entry = {
+        "kind": _most_common(r.kind for r in rollouts),
+        "transport": _most_common(r.transport for r in rollouts),
         "rollouts": len(rollouts),
         "failures": len(failed),
         "failure_reasons": dict(Counter(r.error or r.outcome for r in failed).most_common()),
@@ -136,6 +138,12 @@ def spread_of(substrates: dict[str, dict]) -> dict | None:
         {n: s["worker_hours"] for n, s in substrates.items() if s["worker_hours"] is not None},
     )
     return result.to_dict() if result else None
+
+
+def _most_common(values: Iterable[str]) -> str | None:
+    """The most common non-empty value (None for records from before it was recorded)."""
+    counted = Counter(value for value in values if value)
+    return counted.most_common(1)[0][0] if counted else None
 
 
 def _dict(stats: Stats | None) -> dict | None:

@@ -1,6 +1,7 @@
 """The docker substrate against the real engine: what is particular to it (phases, labels,
-hardening, the exec and archive APIs, the timeout wrapper, options, errors) and the example
-suite on ``--substrate=local,docker``. What every substrate does is tests/contract/'s.
+hardening, the exec and archive APIs, the timeout wrapper, the session shell, options, errors)
+and the example suite on ``--substrate=local,docker``. What every substrate does is
+tests/contract/'s.
 
 Fixture names avoid ``sandbox``/``substrate``/``rollout``: those are the plugin's own.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import requests.exceptions
+from support.docker_engine import session_shell
 
 from pytest_rollout_tax import StepTimeout, get_substrate
 from pytest_rollout_tax.errors import (
@@ -27,9 +30,19 @@ from pytest_rollout_tax.errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, new_id
-from pytest_rollout_tax.substrates import docker as docker_substrate
-from pytest_rollout_tax.substrates.docker import OWNER_LABEL, DockerSandbox, DockerSubstrate
+from pytest_rollout_tax.report import ratio as format_ratio
+from pytest_rollout_tax.sandbox import Sandbox
+from pytest_rollout_tax.substrate import ROLLOUT_LABEL, SESSION_LABEL, new_id
+from pytest_rollout_tax.substrates.docker import (
+    DEFAULT_IMAGE,
+    OWNER_LABEL,
+    DockerHandle,
+    DockerSubstrate,
+    engine,
+    stream,
+)
+from pytest_rollout_tax.substrates.docker import exec as docker_exec
+from pytest_rollout_tax.substrates.docker import session as docker_session
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,13 +57,13 @@ def dsub(sandbox_image: str) -> Iterator[DockerSubstrate]:
 
 
 @pytest.fixture(scope="module")
-def box(dsub: DockerSubstrate) -> Iterator[DockerSandbox]:
+def box(dsub: DockerSubstrate) -> Iterator[Sandbox]:
     """One sandbox shared by the semantic tests (isolation is not their point)."""
     with dsub.start() as sandbox:
         yield sandbox
 
 
-def started(sandbox_image: str, **options) -> DockerSandbox:
+def started(sandbox_image: str, **options) -> Sandbox:
     """A sandbox on a fresh substrate with ``options``; close both with ``finish``."""
     options = {"image": sandbox_image} | options
     substrate = get_substrate("docker", session_id=f"test-{new_id()}", **options)
@@ -61,12 +74,12 @@ def started(sandbox_image: str, **options) -> DockerSandbox:
         raise
 
 
-def finish(sandbox: DockerSandbox) -> None:
+def finish(sandbox: Sandbox) -> None:
     sandbox.close()
     sandbox.substrate.close()
 
 
-def out(sandbox: DockerSandbox, cmd) -> str:
+def out(sandbox: Sandbox, cmd) -> str:
     result = sandbox.exec(cmd)
     assert result.exit_code == 0, result
     return result.stdout.strip()
@@ -81,7 +94,7 @@ def test_cold_start_phases_add_up_and_the_container_is_labelled_and_hardened(
     rollout = box.rollout
     assert list(rollout.phases) == ["create", "start", "first_exec"]
     assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
-    labels = docker_client.containers.get(box.container_id).labels
+    labels = docker_client.containers.get(box.id).labels
     assert labels[SESSION_LABEL] == dsub.session_id
     assert len(labels[ROLLOUT_LABEL]) == 12
     assert labels[OWNER_LABEL].endswith(f":{os.getpid()}")
@@ -96,7 +109,7 @@ def test_teardown_is_a_forced_remove(dsub, docker_client):
     sandbox.exec("sleep 300 >/dev/null 2>&1 &")  # still running at teardown
     sandbox.close()
     with pytest.raises(docker.errors.NotFound):
-        docker_client.containers.get(sandbox.container_id)
+        docker_client.containers.get(sandbox.id)
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, RuntimeError])
@@ -171,14 +184,14 @@ def test_the_sdks_own_reader_is_the_fallback_and_reads_the_same(box, monkeypatch
     """Without the SDK internals ``_exec_output`` reads through (a future docker SDK or
     urllib3), or on ssh / named-pipe transports, the SDK's own reader takes over."""
     used = []
-    sdk_output = docker_substrate._sdk_output
+    sdk_output = docker_exec.sdk_output
     monkeypatch.setattr(
-        docker_substrate, "_sdk_output", lambda sock: used.append(sock) or sdk_output(sock)
+        docker_exec, "sdk_output", lambda sock: used.append(sock) or sdk_output(sock)
     )
     if forced == "sdk-internals-missing":
-        monkeypatch.setattr(docker_substrate, "_http_reader", _without_internals)
+        monkeypatch.setattr(stream, "http_reader", _without_internals)
     else:
-        monkeypatch.setattr(docker_substrate, "_plain_socket", lambda base_url: False)
+        monkeypatch.setattr(docker_exec, "plain_socket", lambda base_url: False)
     result = box.exec("for i in $(seq 300); do echo o$i; echo e$i >&2; done; exit 3", timeout=30)
     assert result.exit_code == 3
     assert result.stdout.split() == [f"o{i}" for i in range(1, 301)]
@@ -217,20 +230,20 @@ def test_the_client_backstop_gives_up_on_a_step_the_engine_does_not_end(box):
     """If the in-container timeout never fires, the client stops waiting and kills the group."""
     api = box.substrate.api
     argv = ["timeout", "-s", "KILL", "120", "sh", "-c", "sleep 303"]
-    exec_id = api.exec_create(box.container_id, argv)["Id"]
+    exec_id = api.exec_create(box.id, argv)["Id"]
     with pytest.raises(TimeoutError):
-        docker_substrate._exec_output(api, exec_id, 0.3)
-    assert box.substrate._kill_exec(exec_id, "timeout", group=True) is True
-    assert docker_substrate._exit_code(api, exec_id) == 137
+        docker_exec.exec_output(api, exec_id, 0.3)
+    assert docker_exec.kill_exec(api, exec_id, "timeout", group=True) is True
+    assert docker_exec.exit_code(api, exec_id) == 137
     assert "sleep 303" not in out(box, ["ps", "-eo", "args"])
 
 
 def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(box, monkeypatch):
     """The action tax is measured on a bare `true`; its deadline is the client's."""
     commands = []
-    create = box._api.exec_create
+    create = box.substrate.api.exec_create
     monkeypatch.setattr(
-        box._api,
+        box.substrate.api,
         "exec_create",
         lambda cid, cmd, **kw: commands.append(cmd) or create(cid, cmd, **kw),
     )
@@ -242,7 +255,7 @@ def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(b
     finally:
         box.timeout = None
     assert commands == [["true"], ["true"], ["timeout", "-s", "KILL", "30.000", "echo"]]
-    monkeypatch.setattr(docker_substrate, "_exec_output", _never_answers)
+    monkeypatch.setattr(docker_exec, "exec_output", _never_answers)
     with pytest.raises(StepTimeout) as caught:
         box.exec(["true"], timeout=0.2)
     # never started, so it cannot be killed from here; the message names no command
@@ -269,7 +282,7 @@ def test_a_container_removed_behind_its_back_is_a_clear_error_and_close_still_wo
     dsub, docker_client
 ):
     sandbox = dsub.start()
-    docker_client.containers.get(sandbox.container_id).remove(force=True)
+    docker_client.containers.get(sandbox.id).remove(force=True)
     with pytest.raises(SandboxError, match=r"^docker: exec in container \w{12} failed: "):
         sandbox.exec("true")
     with pytest.raises(SandboxError, match="is gone"):
@@ -278,10 +291,148 @@ def test_a_container_removed_behind_its_back_is_a_clear_error_and_close_still_wo
     assert sandbox.rollout.teardown_s is not None
 
 
+# -- the session transport ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def session_sub(sandbox_image: str) -> Iterator[DockerSubstrate]:
+    """A docker substrate whose steps go through one shell per container."""
+    substrate = get_substrate(
+        "docker", session_id=f"test-{new_id()}", image=sandbox_image, transport="session"
+    )
+    yield substrate
+    substrate.reap(substrate.session_id)
+    substrate.close()
+
+
+@pytest.fixture(scope="module")
+def shell_box(session_sub: DockerSubstrate) -> Iterator[Sandbox]:
+    with session_sub.start() as sandbox:
+        yield sandbox
+
+
+def test_the_session_is_one_shell_opened_in_its_own_phase_of_the_cold_start(
+    session_sub, docker_client, monkeypatch
+):
+    created = []
+    create = session_sub.api.exec_create
+    monkeypatch.setattr(
+        session_sub.api,
+        "exec_create",
+        lambda cid, cmd, **kw: created.append(cmd) or create(cid, cmd, **kw),
+    )
+    with session_sub.start() as sandbox:
+        rollout = sandbox.rollout
+        assert (rollout.kind, rollout.transport) == ("docker", "session")
+        assert list(rollout.phases) == ["create", "start", "session", "first_exec"]
+        assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
+        assert sandbox.exec("echo $$ $PPID").ok
+        sandbox.write_file("f", b"\0\xff")
+        assert sandbox.read_file("f", binary=True) == b"\0\xff"
+        sandbox.probe(3)
+        assert created == [["sh"]]  # every step, file and probe went through the one shell
+        shell = session_shell(docker_client, sandbox.id)
+        assert shell["Running"] and shell["ProcessConfig"]["entrypoint"] == "sh"
+
+
+@pytest.mark.parametrize("death", ["killed-from-inside", "killed-from-the-host", "removed"])
+def test_a_session_whose_shell_dies_fails_in_one_line_and_never_hangs(
+    session_sub, docker_client, death
+):
+    """Inside, a step kills its own shell (``$PPID``) while a background child still holds the
+    output open; outside, the shell's process is killed, or the container removed."""
+    sandbox = session_sub.start()
+    try:
+        assert sandbox.exec("echo alive").stdout == "alive\n"
+        if death == "killed-from-inside":
+            with pytest.raises(SandboxError) as caught:
+                sandbox.exec("sleep 300 & kill -9 $PPID")
+            assert str(caught.value) == "docker: session lost: the shell ended"
+        elif death == "killed-from-the-host":
+            os.kill(session_shell(docker_client, sandbox.id)["Pid"], signal.SIGKILL)
+        else:
+            docker_client.containers.get(sandbox.id).remove(force=True)
+        for step in (lambda: sandbox.exec("echo never"), lambda: sandbox.read_file("f")):
+            with pytest.raises(SandboxError) as caught:
+                step()
+            message = str(caught.value)
+            assert message.startswith("docker: ") and "\n" not in message
+            assert "session lost" in message or "session is closed" in message
+    finally:
+        sandbox.close()
+    assert sandbox.rollout.teardown_s is not None
+
+
+def test_a_megabyte_of_binary_output_crosses_the_session_as_the_file_holds_it(shell_box):
+    """Random bytes (NULs, frame-header and sentinel look-alikes) on stdout, byte for byte."""
+    assert shell_box.exec("head -c 1048576 /dev/urandom > blob.bin").ok
+    data = shell_box.read_file("blob.bin", binary=True)
+    assert len(data) == 1048576
+    result = shell_box.exec(["cat", "blob.bin"])
+    assert result.stdout == data.decode("utf-8", "replace") and result.stderr == ""
+    assert shell_box.exec("echo still framed").stdout == "still framed\n"
+
+
+def test_frames_decode_however_the_connection_splits_them():
+    """Docker's 8-byte headers and payloads may arrive split at any byte."""
+    frames = [(1, b"out"), (2, b""), (2, b"err\n" * 5000), (1, bytes(range(256)))]
+    wire = b"".join(
+        bytes([kind, 0, 0, 0]) + len(data).to_bytes(4, "big") + data for kind, data in frames
+    )
+    expected = (b"out" + bytes(range(256)), b"err\n" * 5000)
+    assert stream.demux(wire) == expected
+    for size in (1, 7, 8, 9, 4096):
+        decoder, got = stream.Frames(), {1: bytearray(), 2: bytearray()}
+        for start in range(0, len(wire), size):
+            decoder.feed(wire[start : start + size])
+            while (piece := decoder.next()) is not None:
+                got[piece[0]] += piece[1]
+        assert (bytes(got[1]), bytes(got[2])) == expected
+
+
+@pytest.mark.parametrize("running", [False, True])
+def test_a_silent_shell_is_asked_about_and_a_dead_one_ends_the_stream(monkeypatch, running):
+    """If the engine kept a dead shell's connection open, the liveness check ends it."""
+    ours, engines = socket.socketpair()
+    api = _FakeEngineAPI(sock=ours, running=running)
+    monkeypatch.setattr(docker_session, "LIVENESS_S", 0.01)
+    handle = DockerHandle(
+        id="c" * 64, workdir="/w", api=api, substrate="docker", image="i", owner=None
+    )
+    shell = docker_session.DockerShell(handle)
+    try:
+        if running:
+            with pytest.raises(TimeoutError):
+                shell.receive(0.05)
+        else:
+            assert shell.receive(None) == (0, b"")
+        assert api.inspected
+    finally:
+        shell.close()
+        engines.close()
+
+
+class _FakeEngineAPI:
+    """The few exec calls a session makes, answered without an engine."""
+
+    def __init__(self, *, sock: socket.socket, running: bool) -> None:
+        self.sock, self.running, self.inspected = sock, running, 0
+
+    def exec_create(self, container, cmd, **kwargs):
+        return {"Id": "shell"}
+
+    def exec_start(self, exec_id, socket=False):
+        return self.sock
+
+    def exec_inspect(self, exec_id):
+        self.inspected += 1
+        return {"Running": self.running}
+
+
 # -- options, observed from inside ----------------------------------------------------------
 
 
-def cgroup_value(sandbox: DockerSandbox, v1: str, v2: str) -> str:
+def cgroup_value(sandbox: Sandbox, v1: str, v2: str) -> str:
     return out(sandbox, f"cat /sys/fs/cgroup/{v1} 2>/dev/null || cat /sys/fs/cgroup/{v2}")
 
 
@@ -339,9 +490,7 @@ def test_another_image_by_name(docker_client, sandbox_image):
     try:
         sandbox = started(sandbox_image, image=alias)
         try:
-            assert docker_client.containers.get(sandbox.container_id).attrs["Config"]["Image"] == (
-                alias
-            )
+            assert docker_client.containers.get(sandbox.id).attrs["Config"]["Image"] == (alias)
         finally:
             finish(sandbox)
     finally:
@@ -444,7 +593,7 @@ def test_what_the_engine_lacks_fails_every_start_naming_the_option(
 @pytest.mark.parametrize(
     "image, fix",
     [
-        (docker_substrate.DEFAULT_IMAGE, "build it with scripts/ensure-docker"),
+        (DEFAULT_IMAGE, "build it with scripts/ensure-docker"),
         (
             "rollout-tax/missing:nope",
             "build it (docker build -t rollout-tax/missing:nope .) or load it",
@@ -454,9 +603,9 @@ def test_what_the_engine_lacks_fails_every_start_naming_the_option(
 def test_a_missing_image_with_pull_never_names_it_and_how_to_build_it(
     sandbox_image, monkeypatch, image, fix
 ):
-    if image == docker_substrate.DEFAULT_IMAGE:  # pretend the default image is missing
-        monkeypatch.setattr(docker_substrate.DockerSubstrate, "_prepare", _prepare_without_image)
     substrate = get_substrate("docker", image=image)
+    if image == DEFAULT_IMAGE:  # pretend the default image is missing
+        monkeypatch.setattr(substrate.api, "inspect_image", _no_such_image)
     try:
         with pytest.raises(SubstrateUnavailable) as error:
             substrate.start()
@@ -468,8 +617,10 @@ def test_a_missing_image_with_pull_never_names_it_and_how_to_build_it(
     )
 
 
-def _prepare_without_image(self: DockerSubstrate) -> None:
-    raise SubstrateUnavailable(self._image_missing())
+def _no_such_image(image: str) -> None:
+    import docker
+
+    raise docker.errors.ImageNotFound(f"No such image: {image}")
 
 
 def test_an_unreachable_engine_names_the_socket_and_the_fix(monkeypatch, tmp_path):
@@ -483,7 +634,7 @@ def test_an_unreachable_engine_names_the_socket_and_the_fix(monkeypatch, tmp_pat
     )
     # Without DOCKER_HOST the message names the default socket (here: made unreachable).
     monkeypatch.delenv("DOCKER_HOST")
-    monkeypatch.setattr(docker_substrate.docker, "from_env", _client_for(missing))
+    monkeypatch.setattr(engine.docker, "from_env", _client_for(missing))
     with pytest.raises(SubstrateUnavailable) as error:
         get_substrate("docker")
     assert str(error.value) == (
@@ -638,3 +789,33 @@ def test_the_example_suite_on_local_and_docker_shows_the_spread(sandbox_image, t
             assert rollout["cold_start_s"] == pytest.approx(sum(rollout["phases"].values()))
             assert rollout["teardown_s"] > 0 and rollout["action_probes_s"]
     assert "spread: cold start p50" in output
+
+
+def test_the_example_suite_with_a_session_variant_shows_both_rows_and_the_ratio(
+    sandbox_image, tmp_path
+):
+    """The README's variant: docker and docker-session side by side, compared in one line."""
+    shutil.copytree(ROOT / "example_suite", tmp_path / "example_suite")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.rollout-tax.substrates.docker-session]\nkind = "docker"\ntransport = "session"\n'
+    )
+    loop = "example_suite/test_agent_loop.py::test_agent_loop"
+    skip = [
+        f"--deselect={loop}[{name}-{r}]" for name in ("docker", "docker-session") for r in (2, 3)
+    ]
+    code, output = run_pytest(
+        tmp_path, "example_suite", "--substrate=docker,docker-session", "--rollout-json=r.json",
+        *skip, "-p", "xdist", "-n", "2",
+    )  # fmt: skip
+    assert code == 0, output
+    report = json.loads((tmp_path / "r.json").read_text())
+    docker_row, session = report["substrates"]["docker"], report["substrates"]["docker-session"]
+    assert (docker_row["transport"], session["transport"]) == ("exec", "session")
+    assert docker_row["kind"] == session["kind"] == "docker"
+    assert list(session["phases"]) == ["create", "start", "session", "first_exec"]
+    ratio = session["action"]["p50"] / docker_row["action"]["p50"]
+    saved = session["tax_hours"] - docker_row["tax_hours"]
+    [line] = [line for line in output.splitlines() if line.startswith("docker-session vs docker")]
+    expected = f"action p50 {format_ratio(ratio)}, tax-hours {saved:+,.0f}"
+    assert line == f"docker-session vs docker: {expected}"
+    assert ratio < 1 and saved < 0

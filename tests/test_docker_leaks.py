@@ -16,10 +16,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.docker_engine import session_shell
 from support.pytest_process import interrupt
 
-from pytest_rollout_tax.sandbox import SESSION_LABEL, new_id
-from pytest_rollout_tax.substrates.docker import KEEPALIVE, OWNER_LABEL
+from pytest_rollout_tax.substrate import SESSION_LABEL, new_id, process_alive
+from pytest_rollout_tax.substrates.docker import KEEPALIVE, OWNER_LABEL, DockerSubstrate
 
 pytestmark = pytest.mark.usefixtures("sandbox_image")
 
@@ -32,7 +33,7 @@ import pytest
 @pytest.fixture
 def logged(sandbox, substrate):
     with open(os.environ["LEAK_LOG"], "a") as log:
-        log.write(f"{substrate.session_id} {sandbox.container_id} {os.getpid()}\\n")
+        log.write(f"{substrate.session_id} {sandbox.id} {os.getpid()}\\n")
     return sandbox
 """
 
@@ -124,11 +125,17 @@ def test_failing_and_erroring_tests_leave_nothing(tmp_path, docker_client):
 
 @pytest.mark.parametrize(
     "signum, where",
-    [(signal.SIGINT, "exec"), (signal.SIGINT, "python"), (signal.SIGTERM, "exec")],
-    ids=["sigint-in-exec", "sigint-in-python", "sigterm-in-exec"],
+    [
+        (signal.SIGINT, "exec"),
+        (signal.SIGINT, "python"),
+        (signal.SIGTERM, "exec"),
+        (signal.SIGINT, "session"),
+    ],
+    ids=["sigint-in-exec", "sigint-in-python", "sigterm-in-exec", "sigint-in-session-step"],
 )
 def test_an_interrupted_run_leaves_nothing(tmp_path, docker_client, signum, where):
-    """A real signal to a running pytest, while its test waits in a step or in Python."""
+    """A real signal to a running pytest, while its test waits in a step (through the exec
+    API, or a session's shell) or in Python."""
     log = write_suite(
         tmp_path,
         f"""
@@ -140,7 +147,7 @@ def test_an_interrupted_run_leaves_nothing(tmp_path, docker_client, signum, wher
         def test_interrupted(logged):
             with open("ready", "w"):
                 pass
-            if {where!r} == "exec":
+            if {where!r} != "python":
                 logged.exec("sleep 120")
             else:
                 time.sleep(120)
@@ -153,11 +160,19 @@ def test_an_interrupted_run_leaves_nothing(tmp_path, docker_client, signum, wher
     def ready() -> bool:
         if not (tmp_path / "ready").exists():
             return False
-        # in an exec, make sure the step has reached the container
-        return where != "exec" or "sleep 120" in _processes(docker_client, logged(log)[-1][1])
+        container = logged(log)[-1][1]
+        if where == "session":  # the container has its shell (raises if it has none)
+            session_shell(docker_client, container)
+        # in a step, make sure it has reached the container
+        return where == "python" or "sleep 120" in _processes(docker_client, container)
 
+    transport = ["--substrate-opt=docker.transport=session"] if where == "session" else []
     code, output = interrupt(
-        pytest_command("-v"), cwd=tmp_path, env=environment(log), ready=ready, signum=signum
+        pytest_command("-v", *transport),
+        cwd=tmp_path,
+        env=environment(log),
+        ready=ready,
+        signum=signum,
     )
     assert code == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output
@@ -169,6 +184,31 @@ def _processes(docker_client, container_id: str) -> str:
     return (
         docker_client.containers.get(container_id).exec_run(["ps", "-eo", "args"]).output.decode()
     )
+
+
+def test_the_session_shell_of_a_closed_sandbox_is_gone_with_the_container(
+    sandbox_image, docker_client
+):
+    """The shell, and what a step left running behind it, go with the container."""
+    import docker
+
+    substrate = DockerSubstrate(
+        session_id=f"test-{new_id()}", image=sandbox_image, transport="session"
+    )
+    try:
+        sandbox = substrate.start()
+        assert sandbox.exec("sleep 300 &").ok  # still holding the shell's output at close
+        shell = session_shell(docker_client, sandbox.id)
+        assert process_alive(shell["Pid"])
+        sandbox.close()
+        assert not process_alive(shell["Pid"])
+        with pytest.raises(docker.errors.NotFound):
+            docker_client.api.exec_inspect(shell["ID"])
+        with pytest.raises(docker.errors.NotFound):
+            docker_client.containers.get(sandbox.id)
+    finally:
+        substrate.reap(substrate.session_id)
+        substrate.close()
 
 
 def test_a_crashed_xdist_worker_leaves_nothing(tmp_path, docker_client):

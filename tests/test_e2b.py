@@ -29,8 +29,9 @@ from pytest_rollout_tax.errors import (
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.registry import Registry
-from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL, new_id
-from pytest_rollout_tax.substrates.e2b import E2BSandbox, E2BSubstrate
+from pytest_rollout_tax.sandbox import Sandbox
+from pytest_rollout_tax.substrate import ROLLOUT_LABEL, SESSION_LABEL, new_id
+from pytest_rollout_tax.substrates.e2b import E2BCommands, E2BSubstrate
 
 EXAMPLE_SUITE = Path(__file__).resolve().parent.parent / "example_suite"
 #: The workload of the core issue (DESIGN.md, "How a user sees it").
@@ -68,29 +69,29 @@ class E2BBehaviour:
     ``TestLive``."""
 
     @pytest.fixture
-    def sb(self, e2b_substrate: E2BSubstrate) -> Iterator[E2BSandbox]:
+    def sb(self, e2b_substrate: E2BSubstrate) -> Iterator[Sandbox]:
         with e2b_substrate.start() as sandbox:
             yield sandbox
 
-    def test_cold_start_is_create_then_first_exec(self, sb: E2BSandbox) -> None:
+    def test_cold_start_is_create_then_first_exec(self, sb: Sandbox) -> None:
         phases = sb.rollout.phases
         assert list(phases) == ["create", "workdir", "first_exec"]  # workdir: not counted
         assert sb.rollout.cold_start_s == pytest.approx(phases["create"] + phases["first_exec"])
         assert sb.exec("pwd").stdout == "/home/user/workspace\n"
 
     def test_sandboxes_carry_the_ownership_labels_as_metadata(
-        self, e2b_substrate: E2BSubstrate, sb: E2BSandbox
+        self, e2b_substrate: E2BSubstrate, sb: Sandbox
     ) -> None:
         listed = {i.sandbox_id: i for i in e2b_substrate.list_sandboxes(e2b_substrate.session_id)}
-        metadata = listed[sb.sandbox_id].metadata
+        metadata = listed[sb.id].metadata
         assert metadata[SESSION_LABEL] == e2b_substrate.session_id
         assert metadata[ROLLOUT_LABEL]
 
-    def test_directories_made_by_write_file_are_writable_by_commands(self, sb: E2BSandbox) -> None:
+    def test_directories_made_by_write_file_are_writable_by_commands(self, sb: Sandbox) -> None:
         sb.write_file("deep/er/still/blob.bin", b"x")  # the files API makes the directories
         assert sb.exec("touch deep/er/still/new && echo writable").stdout == "writable\n"
 
-    def test_a_timeout_is_one_reason_that_never_shows_the_command(self, sb: E2BSandbox) -> None:
+    def test_a_timeout_is_one_reason_that_never_shows_the_command(self, sb: Sandbox) -> None:
         with pytest.raises(StepTimeout) as caught:
             sb.exec("TOKEN=hunter2-secret; sleep 300 & sleep 301; echo never", timeout=2)
         # the same reason for every such step, and never the command line (it may hold secrets)
@@ -117,9 +118,7 @@ class E2BBehaviour:
         try:
             assert e2b_substrate.reap(e2b_substrate.session_id) == 2
             assert e2b_substrate.list_sandboxes(e2b_substrate.session_id) == []
-            assert [i.sandbox_id for i in other.list_sandboxes(other.session_id)] == [
-                left[2].sandbox_id
-            ]
+            assert [i.sandbox_id for i in other.list_sandboxes(other.session_id)] == [left[2].id]
             assert other.reap(other.session_id) == 1
         finally:
             for sb in left:
@@ -138,7 +137,7 @@ def test_the_registry_finds_it_and_options_reach_the_service(e2b_env: StandInE2B
         "e2b", timeout=42, metadata={"team": "rl"}, envs={"A": "1"}, request_timeout=30
     )
     with substrate.start() as sb:
-        [record] = [s for s in e2b_env.sandboxes() if s.sandbox_id == sb.sandbox_id]
+        [record] = [s for s in e2b_env.sandboxes() if s.sandbox_id == sb.id]
         assert record.timeout_s == 42 and record.template_id == "base"
         assert record.metadata == {
             "team": "rl", SESSION_LABEL: substrate.session_id,
@@ -146,7 +145,7 @@ def test_the_registry_finds_it_and_options_reach_the_service(e2b_env: StandInE2B
         }  # fmt: skip
         assert record.env_vars == {"A": "1"}
         assert e2b_env.api_key not in sb.exec("env").stdout
-    assert sb.sandbox_id not in {s.sandbox_id for s in e2b_env.sandboxes()}
+    assert sb.id not in {s.sandbox_id for s in e2b_env.sandboxes()}
 
 
 @pytest.mark.parametrize(
@@ -240,7 +239,7 @@ def test_a_rate_limit_is_named_after_the_sdk_retried(e2b_env: StandInE2B) -> Non
 def test_a_sandbox_whose_life_ended_gives_a_clear_error(e2b_env: StandInE2B) -> None:
     substrate = E2BSubstrate(timeout=120)
     sb = substrate.start()
-    e2b_env.expire(sb.sandbox_id)
+    e2b_env.expire(sb.id)
     with pytest.raises(SandboxError, match=r"no longer running.*e2b.timeout=120 s"):
         sb.exec("true")
     sb.close()  # the sandbox is gone already: not an error
@@ -259,10 +258,10 @@ def test_a_command_timing_out_before_it_reported_its_pid_is_still_killed(
         assert "sleep 300" not in sb.exec(["ps", "-eo", "args"]).stdout
 
 
-_RUN = E2BSandbox._run
+_RUN = E2BCommands.run
 
 
-def _mkdir_interrupted(self: E2BSandbox, argv: list[str], **kwargs: object) -> object:
+def _mkdir_interrupted(self: E2BCommands, argv: list[str], **kwargs: object) -> object:
     if argv[0] == "mkdir":  # Ctrl-C while the start makes the workdir
         raise KeyboardInterrupt
     return _RUN(self, argv, **kwargs)
@@ -291,7 +290,7 @@ def test_a_start_that_fails_making_the_workdir_kills_its_sandbox(
 ) -> None:
     substrate = E2BSubstrate(session_id=new_id(), **options)
     if interrupt:
-        monkeypatch.setattr(E2BSandbox, "_run", _mkdir_interrupted)
+        monkeypatch.setattr(E2BCommands, "run", _mkdir_interrupted)
     try:
         with pytest.raises(error, match=message):
             substrate.start()
@@ -326,7 +325,7 @@ def test_rollout_reap_lists_and_kills_leftovers_of_earlier_sessions(
     result = pytester.runpytest("--rollout-reap", "--substrate=e2b")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["rollout-tax: e2b: removed 2 leftover sandbox(es)"])
-    assert not {sb.sandbox_id for sb in leftovers} & {s.sandbox_id for s in e2b_env.sandboxes()}
+    assert not {sb.id for sb in leftovers} & {s.sandbox_id for s in e2b_env.sandboxes()}
 
 
 def test_the_sdk_missing_is_unavailable_with_the_install_hint(

@@ -35,10 +35,11 @@ from pytest_rollout_tax.errors import (
     StepTimeout,
     SubstrateUnavailable,
 )
-from pytest_rollout_tax.sandbox import ROLLOUT_LABEL, SESSION_LABEL
+from pytest_rollout_tax.substrate import ROLLOUT_LABEL, SESSION_LABEL
 from pytest_rollout_tax.substrates.ec2 import EC2Substrate, SSHError, endpoint
 
 PHASES = ["requested", "running", "ssh_ready", "first_exec"]
+SESSION_PHASES = ["requested", "running", "ssh_ready", "session", "first_exec"]
 GONE = ("shutting-down", "terminated")
 
 
@@ -98,7 +99,7 @@ def test_a_refused_command_on_a_live_connection_fails_in_one_line(sandbox_ec2, s
     finally:
         set_pids_limit(sshd_target.container, -1)
     message = str(info.value)
-    assert message.startswith(f"ec2: SSH command on {sb.instance_id} failed: SSHException")
+    assert message.startswith(f"ec2: SSH command on {sb.id} failed: SSHException")
     assert "\n" not in message
     assert sb.exec("echo ok").stdout == "ok\n"  # the connection stayed up and usable
 
@@ -168,8 +169,8 @@ def test_a_changed_host_key_is_refused(make_ec2, docker_client, sshd_image, ec2_
         sb = substrate.start()
         try:
             line = known_hosts.read_text().splitlines()[0]
-            assert line.startswith(f"{sb.instance_id} ssh-")
-            assert sb.instance_id in substrate.host_keys
+            assert line.startswith(f"{sb.id} ssh-")
+            assert sb.id in substrate.host_keys
             regenerate = "rm -f /etc/ssh/ssh_host_* && ssh-keygen -q -t ed25519 -N '' -f "
             target.container.exec_run(["sh", "-c", regenerate + "/etc/ssh/ssh_host_ed25519_key"])
             target.container.exec_run(["pkill", "-KILL", "-f", "sshd: root@notty"])
@@ -186,6 +187,78 @@ def test_a_changed_host_key_is_refused(make_ec2, docker_client, sshd_image, ec2_
         target.container.remove(force=True)
 
 
+# -- the session transport: one SSH channel running sh ------------------------------------------
+
+
+def channels_opened(sandbox) -> int:
+    """How many channels the sandbox's SSH connection has opened so far."""
+    return sandbox.handle.link.connection().channels_opened
+
+
+def test_session_cold_start_opens_the_shell_as_its_own_phase(make_ec2):
+    with make_ec2(transport="session").start() as sb:
+        assert sb.rollout.transport == "session"
+        assert list(sb.rollout.phases) == SESSION_PHASES
+        assert sb.rollout.cold_start_s == pytest.approx(sum(sb.rollout.phases.values()))
+
+
+def test_every_step_of_a_session_sandbox_uses_one_channel(make_ec2):
+    substrate = make_ec2(transport="session")
+    with substrate.start() as sb:
+        opened = channels_opened(sb)
+        shells, connections = set(), set()
+        for i in range(5):
+            shells.add(sb.exec("echo $PPID").stdout)  # the parent of each command: the shell
+            connections.add(sb.exec("echo $SSH_CONNECTION").stdout)
+            sb.write_file(f"f{i}", str(i))
+            assert sb.read_file(f"f{i}") == str(i)
+        with pytest.raises(StepTimeout, match="ec2: step ran past its 1 s timeout; killed"):
+            sb.exec("sleep 300", timeout=1)
+        shells.add(sb.exec("echo $PPID").stdout)
+        assert (len(shells), len(connections)) == (1, 1)
+        assert channels_opened(sb) == opened  # no channel per step, no SFTP
+    with make_ec2().start() as exec_sb:  # the count is real: exec opens one per step
+        before = channels_opened(exec_sb)
+        for _ in range(3):
+            exec_sb.exec("true")
+        assert channels_opened(exec_sb) == before + 3
+
+
+def lost_session_step(sb) -> SandboxError:
+    """The error of the step after the session was cut; fails (not hangs) if none comes."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        error = pool.submit(sb.exec, "echo never").exception(timeout=60)  # a hang guard only
+    finally:
+        pool.shutdown(wait=False)
+    assert isinstance(error, SandboxError), error
+    return error
+
+
+def test_a_session_whose_shell_dies_fails_the_next_step_in_one_line(
+    make_ec2, sshd_target, moto_server
+):
+    sb = make_ec2(transport="session").start()  # no step timeout: nothing bounds a hang
+    try:
+        shell = sb.exec("echo $PPID").stdout.strip()
+        sshd_target.container.exec_run(["kill", "-KILL", shell])
+        assert str(lost_session_step(sb)) == "ec2: session lost: the shell ended"
+        with pytest.raises(SandboxError) as info:
+            sb.read_file("anything")
+        assert str(info.value) == "ec2: the session is closed"
+    finally:
+        sb.close()
+    assert state(moto_server, sb.id) in GONE
+
+
+def test_a_session_whose_connection_dies_fails_the_next_step_in_one_line(make_ec2, sshd_target):
+    with make_ec2(transport="session").start() as sb:
+        assert sb.exec("true").ok
+        sshd_target.container.exec_run(["pkill", "-KILL", "-f", "sshd: root@notty"])
+        message = str(lost_session_step(sb))
+        assert message.startswith("ec2: session lost: ") and "\n" not in message
+
+
 # -- cold start, tags, teardown, reaping ----------------------------------------------------------
 
 
@@ -200,7 +273,7 @@ def test_instances_carry_ownership_and_user_tags(make_ec2, moto_server, ec2_worl
         tags='{"team": "rl", "rollout-tax.io/session": "spoofed"}', instance_type="t3.small"
     )
     with substrate.start() as sb:
-        (instance,) = instances(moto_server, **{"instance-id": sb.instance_id})
+        (instance,) = instances(moto_server, **{"instance-id": sb.id})
         tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
         assert tags[SESSION_LABEL] == substrate.session_id
         assert tags["team"] == "rl"
@@ -208,8 +281,8 @@ def test_instances_carry_ownership_and_user_tags(make_ec2, moto_server, ec2_worl
         assert instance["ImageId"] == ec2_world["ami"]
         assert instance["InstanceType"] == "t3.small"
         assert instance["KeyName"] == ec2_world["key_name"]
-        assert state(moto_server, sb.instance_id) == "running"
-    assert state(moto_server, sb.instance_id) in GONE
+        assert state(moto_server, sb.id) == "running"
+    assert state(moto_server, sb.id) in GONE
     assert substrate.price_per_hour is None
 
 
@@ -368,7 +441,7 @@ def test_unauthorized_terminate_is_named_at_teardown(make_ec2, ec2_faults, moto_
     ) as info:
         sb.close()
     assert "pytest --rollout-reap --substrate=ec2 removes it" in str(info.value)
-    assert state(moto_server, sb.instance_id) == "running"
+    assert state(moto_server, sb.id) == "running"
     ec2_faults.clear()
     assert substrate.reap(substrate.session_id) == 1
 
@@ -530,12 +603,13 @@ WORKLOAD = textwrap.dedent(
 )
 
 
-def test_user_workload_passes_on_ec2(pytester, ec2_opts, moto_server):
+@pytest.mark.parametrize(("transport", "phases"), [("exec", PHASES), ("session", SESSION_PHASES)])
+def test_user_workload_passes_on_ec2(pytester, ec2_opts, moto_server, transport, phases):
     before = live_tagged(moto_server)
     pytester.makepyfile(test_workload=WORKLOAD)
     result = pytester.runpytest(
         "--substrate=ec2",
-        *substrate_opt_args(ec2_opts),
+        *substrate_opt_args(ec2_opts | {"transport": transport}),
         "--rollout-probes=3",
         "--rollout-json=report.json",
     )
@@ -544,7 +618,7 @@ def test_user_workload_passes_on_ec2(pytester, ec2_opts, moto_server):
     report = json.loads((pytester.path / "report.json").read_text())
     ec2 = report["substrates"]["ec2"]
     assert (ec2["rollouts"], ec2["failures"]) == (3, 0)
-    assert list(ec2["phases"]) == PHASES
+    assert (ec2["transport"], list(ec2["phases"])) == (transport, phases)
     assert ec2["action"]["n"] == 9
     assert all(len(r["action_probes_s"]) == 3 for r in report["rollouts"])
     assert live_tagged(moto_server) == before  # every instance terminated
@@ -649,7 +723,7 @@ def test_an_xdist_worker_that_finishes_first_leaves_the_others_sandboxes_alone(
             def test_slow(sandbox):
                 time.sleep(3)  # outlive the other worker's session (ordering, not a timing check)
                 client = boto3.client("ec2", endpoint_url="{moto_server.url}")
-                found = client.describe_instances(InstanceIds=[sandbox.instance_id])
+                found = client.describe_instances(InstanceIds=[sandbox.id])
                 assert found["Reservations"][0]["Instances"][0]["State"]["Name"] == "running"
             """
         )

@@ -42,10 +42,34 @@ def test_live_phases_one_connection_through_a_timeout_and_termination(live_subst
         with pytest.raises(StepTimeout):
             sb.exec("sleep 300", timeout=1)
         assert sb.exec("echo $SSH_CONNECTION").stdout == connection
-        instance_id = sb.instance_id
+        instance_id = sb.id
     described = live_substrate.client.describe_instances(InstanceIds=[instance_id])
     states = {i["State"]["Name"] for r in described["Reservations"] for i in r["Instances"]}
     assert states <= {"shutting-down", "terminated"}
+
+
+def test_live_session_transport_holds_one_shell_through_a_timeout():
+    options = live.ec2_options()
+    if isinstance(options, str):
+        pytest.skip(options)
+    from pytest_rollout_tax.substrates.ec2 import EC2Substrate
+
+    substrate = EC2Substrate(
+        **options, transport="session", tags={"purpose": "rollout-tax-live-test"}
+    )
+    try:
+        with substrate.start() as sb:  # no default timeout: the parent of a command is the shell
+            phases = ["requested", "running", "ssh_ready", "session", "first_exec"]
+            assert list(sb.rollout.phases) == phases
+            shell = sb.exec("echo $PPID").stdout
+            with pytest.raises(StepTimeout):
+                sb.exec("sleep 300", timeout=1)
+            sb.write_file("f", b"\0\xff")
+            assert sb.read_file("f", binary=True) == b"\0\xff"
+            assert sb.exec("echo $PPID").stdout == shell
+    finally:
+        substrate.reap(substrate.session_id)
+        substrate.close()
 
 
 def test_live_session_leaves_nothing_behind(live_substrate):

@@ -1,4 +1,4 @@
-"""The example suite and the README's workload, unchanged, on every substrate.
+"""The example suite and the README's workload, unchanged, on every substrate and transport.
 
 docker runs on the real engine; k8s, e2b and ec2 run through their official SDKs against the
 local stand-ins of tests/support (their timings are not those of the real services).
@@ -11,22 +11,26 @@ from support.ec2_moto import substrate_opt_args
 from support.workloads import example_modules, readme_workload
 
 SUBSTRATES = ["local", "docker", "k8s", "e2b", "ec2"]
+SESSIONS = ["local", "docker", "k8s", "ec2"]  # e2b keeps its SDK's transport
 
 
-@pytest.fixture(params=SUBSTRATES)
+@pytest.fixture(params=[*SUBSTRATES, *(f"{name}-session" for name in SESSIONS)])
 def substrate_args(request) -> list[str]:
-    """Command-line arguments that select one substrate, configured for its stand-in."""
-    name = request.param
+    """Command-line arguments that select one substrate and transport, set up for its stand-in."""
+    name, _, transport = request.param.partition("-")
+    args = [f"--substrate={name}"]
+    if transport:
+        args.append(f"--substrate-opt={name}.transport={transport}")
     if name == "docker":
         request.getfixturevalue("sandbox_image")
     elif name == "k8s":
         kubeconfig = request.getfixturevalue("k8s_kubeconfig")
-        return ["--substrate=k8s", f"--substrate-opt=k8s.kubeconfig={kubeconfig}"]
+        args.append(f"--substrate-opt=k8s.kubeconfig={kubeconfig}")
     elif name == "e2b":
         request.getfixturevalue("e2b_env")
     elif name == "ec2":
-        return ["--substrate=ec2", *substrate_opt_args(request.getfixturevalue("ec2_opts"))]
-    return [f"--substrate={name}"]
+        args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
+    return args
 
 
 def test_the_example_suite_and_the_readme_workload_pass(pytester, substrate_args):

@@ -33,16 +33,24 @@ from pytest_rollout_tax.errors import (
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.record import Rollout
-from pytest_rollout_tax.sandbox import NOOP, ROLLOUT_LABEL, SESSION_LABEL, Sandbox
-from pytest_rollout_tax.substrates import kubernetes
+from pytest_rollout_tax.sandbox import Sandbox
+from pytest_rollout_tax.substrate import ROLLOUT_LABEL, SESSION_LABEL
 from pytest_rollout_tax.substrates.kubernetes import (
-    KubernetesSandbox,
     KubernetesSubstrate,
+    PodExec,
+    PodHandle,
+    events,
+    exec_ws,
     go_duration_seconds,
     toleration,
 )
+from pytest_rollout_tax.transport import NOOP
 
 PHASES = ["created", "scheduled", "initialized", "containers_ready", "ready", "first_exec"]
+#: With the session transport, the shell is opened between Ready and the first no-op.
+SESSION_PHASES = [*PHASES[:-1], "session", "first_exec"]
+#: The stand-in's count of exec websockets (one per connection, whatever it carries).
+EXECS = "GET /api/v1/namespaces/{namespace}/pods/{name}/exec"
 
 
 def pod_exists(core: k8s_client.CoreV1Api, name: str, namespace: str) -> bool:
@@ -101,13 +109,13 @@ class KubernetesContract:
             assert rollout.phases["image_pull"] >= 0
             cold = sum(rollout.phases[phase] for phase in PHASES)
             assert rollout.cold_start_s == pytest.approx(cold)
-            assert pod_exists(core, sandbox.name, k8s.namespace)
-        assert not pod_exists(core, sandbox.name, k8s.namespace)
+            assert pod_exists(core, sandbox.id, k8s.namespace)
+        assert not pod_exists(core, sandbox.id, k8s.namespace)
         assert rollout.teardown_s is not None and rollout.teardown_s > 0
         assert rollout.trajectory_s >= rollout.cold_start_s + rollout.teardown_s
 
     def test_pod_is_hardened_and_labelled(self, k8s, core, pod):
-        spec = core.read_namespaced_pod(pod.name, k8s.namespace)
+        spec = core.read_namespaced_pod(pod.id, k8s.namespace)
         assert spec.spec.automount_service_account_token is False
         assert spec.spec.restart_policy == "Never"
         assert spec.spec.termination_grace_period_seconds == 0
@@ -115,9 +123,22 @@ class KubernetesContract:
         assert container.security_context.allow_privilege_escalation is False
         assert container.security_context.capabilities.drop == ["ALL"]
         assert spec.metadata.labels[SESSION_LABEL] == k8s.session_id
-        assert pod.name == f"rollout-tax-{spec.metadata.labels[ROLLOUT_LABEL]}"
+        assert pod.id == f"rollout-tax-{spec.metadata.labels[ROLLOUT_LABEL]}"
         status = pod.exec("grep -E '^(CapEff|NoNewPrivs):' /proc/self/status").stdout.split()
         assert status == ["CapEff:", "0000000000000000", "NoNewPrivs:", "1"]
+
+    def test_the_session_transport_opens_its_shell_as_a_phase_of_the_cold_start(self, k8s_options):
+        session = KubernetesSubstrate(**k8s_options, transport="session")
+        try:
+            with session.start() as sandbox:
+                result = sandbox.exec("echo out; echo err >&2; exit 3")
+                assert (result.exit_code, result.stdout, result.stderr) == (3, "out\n", "err\n")
+        finally:
+            session.close()
+        rollout = sandbox.rollout
+        assert (rollout.kind, rollout.transport) == ("k8s", "session")
+        assert list(rollout.phases) == [*SESSION_PHASES, "image_pull"]
+        assert rollout.cold_start_s == pytest.approx(sum(rollout.phases[p] for p in SESSION_PHASES))
 
     # -- timeouts --------------------------------------------------------------------------
 
@@ -142,7 +163,7 @@ class KubernetesContract:
         )
         try:
             with substrate.start() as sandbox:
-                spec = core.read_namespaced_pod(sandbox.name, substrate.namespace)
+                spec = core.read_namespaced_pod(sandbox.id, substrate.namespace)
                 assert sandbox.exec("pwd").stdout == "/tmp/work\n"
         finally:
             substrate.close()
@@ -159,11 +180,11 @@ class KubernetesContract:
         crashed = KubernetesSubstrate(**k8s_options)
         try:
             abandoned = crashed.start()  # never closed: what a killed run leaves behind
-            assert session_pods(core, crashed) == [abandoned.name]
+            assert session_pods(core, crashed) == [abandoned.id]
             assert crashed.reap(crashed.session_id) == 1
             assert session_pods(core, crashed) == []
-            assert not pod_exists(core, abandoned.name, crashed.namespace)
-            assert pod_exists(core, pod.name, k8s.namespace)  # another session's pod stays
+            assert not pod_exists(core, abandoned.id, crashed.namespace)
+            assert pod_exists(core, pod.id, k8s.namespace)  # another session's pod stays
             assert crashed.reap(crashed.session_id) == 0
             with pytest.raises(SandboxError, match=r"^k8s: pods/exec '.*' not found .*\(404\)"):
                 abandoned.exec("true")
@@ -188,13 +209,13 @@ class KubernetesContract:
             thread.join()
         try:
             assert not errors
-            assert len({s.name for s in sandboxes}) == 4
+            assert len({s.id for s in sandboxes}) == 4
             for sandbox in sandboxes:
                 assert sandbox.exec(["cat", "/etc/hostname"]).exit_code == 0
         finally:
             for sandbox in sandboxes:
                 sandbox.close()
-        assert not {s.name for s in sandboxes} & set(session_pods(core, k8s))
+        assert not {s.id for s in sandboxes} & set(session_pods(core, k8s))
 
 
 # -- the contract against the stand-in ---------------------------------------------------------
@@ -216,9 +237,72 @@ class TestStandIn(KubernetesContract):
         finally:
             k8s_api.exec_protocols = ("v5.channel.k8s.io", V4)
 
+    def test_a_session_over_v4(self, k8s_api: KubeAPIStandIn, session):
+        k8s_api.exec_protocols = (V4,)  # no stdin close: the shell ends with its websocket
+        try:
+            with session.start() as sandbox:
+                result = sandbox.exec("echo v4; echo e >&2; exit 5")
+                assert (result.exit_code, result.stdout, result.stderr) == (5, "v4\n", "e\n")
+                sandbox.write_file("v4.bin", bytes(range(256)))
+                assert sandbox.read_file("v4.bin", binary=True) == bytes(range(256))
+        finally:
+            k8s_api.exec_protocols = ("v5.channel.k8s.io", V4)
+
+    @pytest.fixture
+    def session(self, k8s_options: dict[str, Any]) -> Iterator[KubernetesSubstrate]:
+        substrate = KubernetesSubstrate(**k8s_options, transport="session")
+        yield substrate
+        substrate.reap(substrate.session_id)
+        substrate.close()
+
+    def test_a_session_is_one_exec_websocket_for_every_step(self, k8s_api, k8s, session):
+        before = k8s_api.requests[EXECS]
+        with session.start() as sandbox:
+            opened = k8s_api.requests[EXECS]
+            sandbox.probe(5)
+            for i in range(5):
+                sandbox.write_file(f"d/f{i}", bytes([i]) * 1000)
+                assert sandbox.read_file(f"d/f{i}", binary=True) == bytes([i]) * 1000
+                assert sandbox.exec("echo $I", cwd="d", env={"I": str(i)}).stdout == f"{i}\n"
+            with pytest.raises(
+                StepTimeout, match=r"^k8s: step ran past its 0.5 s timeout; killed$"
+            ):
+                sandbox.exec("sleep 60", timeout=0.5)
+            assert sandbox.exec("echo alive").stdout == "alive\n"
+            after = k8s_api.requests[EXECS]
+        assert (opened - before, after - opened) == (1, 0)
+        with k8s.start() as sandbox:  # the exec transport: one websocket per step
+            opened = k8s_api.requests[EXECS]
+            sandbox.probe(5)
+            assert k8s_api.requests[EXECS] - opened == 5
+
+    def test_a_session_whose_shell_dies_fails_the_next_step_in_one_line(
+        self, docker_client, session
+    ):
+        with session.start() as sandbox:
+            shell = sandbox.exec("echo $PPID").stdout.strip()  # a step's parent is the shell
+            (container,) = docker_client.containers.list(
+                filters={"label": f"{POD_LABEL}=default/{sandbox.id}"}
+            )
+            assert container.exec_run(["kill", "-KILL", shell]).exit_code == 0
+            with pytest.raises(SandboxError, match=r"^k8s: session lost: the shell ended$"):
+                within(30, lambda: sandbox.exec("true"))
+            with pytest.raises(SandboxError, match=r"^k8s: the session is closed$"):
+                within(30, lambda: sandbox.read_file("f"))
+
+    def test_a_session_the_api_server_drops_fails_the_next_step_in_one_line(
+        self, k8s_api, core, session
+    ):
+        with session.start() as sandbox:
+            assert sandbox.exec("echo up").stdout == "up\n"
+            assert k8s_api.drop_execs(sandbox.id) == 1
+            with pytest.raises(SandboxError, match=r"^k8s: session lost: the shell ended$"):
+                within(30, lambda: sandbox.write_file("f", "x"))
+        assert not pod_exists(core, sandbox.id, session.namespace)
+
     def test_the_container_is_isolated(self, docker_client, pod):
         (container,) = docker_client.containers.list(
-            filters={"label": f"{POD_LABEL}=default/{pod.name}"}
+            filters={"label": f"{POD_LABEL}=default/{pod.id}"}
         )
         host = container.attrs["HostConfig"]
         assert host["NetworkMode"] == "none" and host["CapDrop"] == ["ALL"]
@@ -235,7 +319,7 @@ class TestStandIn(KubernetesContract):
         sandbox = k8s.start()
         k8s_api.compact()  # the version teardown watches from is now too old: 410 Gone
         sandbox.close()
-        assert not pod_exists(core, sandbox.name, k8s.namespace)
+        assert not pod_exists(core, sandbox.id, k8s.namespace)
         assert sandbox.rollout.teardown_s is not None
 
 
@@ -273,16 +357,18 @@ def within(seconds: float, call: Callable[[], Any]) -> Any:
     return outcome.get("value")
 
 
-def spy_exec(k8s: KubernetesSubstrate) -> list[list[str]]:
-    """The commands ``k8s`` runs from now on, in order."""
+@pytest.fixture
+def exec_commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The commands the ``exec`` transport runs from now on, in order (through the module seam
+    ``exec_ws.run``)."""
     commands: list[list[str]] = []
-    real = k8s._exec
+    real = exec_ws.run
 
-    def exec_(name: str, container: str, command: list[str], **kwargs: Any) -> Any:
+    def run(api: Any, pod: str, container: str, command: list[str], **kwargs: Any) -> Any:
         commands.append(command)
-        return real(name, container, command, **kwargs)
+        return real(api, pod, container, command, **kwargs)
 
-    k8s._exec = exec_  # type: ignore[method-assign]
+    monkeypatch.setattr(exec_ws, "run", run)
     return commands
 
 
@@ -446,7 +532,7 @@ def test_a_refused_teardown_is_one_sandbox_error(k8s_api, k8s_kubeconfig):
         admin.close()
     message = str(info.value)
     assert message.startswith(
-        f"k8s: forbidden: the API server refused to delete pods '{sandbox.name}' in namespace "
+        f"k8s: forbidden: the API server refused to delete pods '{sandbox.id}' in namespace "
         "'default' (403 Forbidden): "
     )
     assert_one_clear_line(message, k8s_api)
@@ -465,10 +551,8 @@ def test_a_refused_teardown_is_one_sandbox_error(k8s_api, k8s_kubeconfig):
     ids=["text", "null", "not-an-object", "not-json"],
 )
 def test_an_unreadable_exit_status_is_a_sandbox_error(k8s_kubeconfig, status):
-    plain = substrate(k8s_kubeconfig)
-    plain.close()
     with pytest.raises(SandboxError, match=r"^k8s: exec in pod p: unreadable exit status$"):
-        plain._exit_code("p", status, b"", b"")
+        exec_ws.exit_code("p", status, b"", b"", scrub=str)
 
 
 # -- deadlines -----------------------------------------------------------------------------------
@@ -476,22 +560,22 @@ def test_an_unreadable_exit_status_is_a_sandbox_error(k8s_kubeconfig, status):
 
 def test_the_exec_handshake_is_bounded(k8s_kubeconfig, monkeypatch):
     # An API server that accepts the connection and never answers the websocket upgrade.
-    monkeypatch.setattr(kubernetes, "API_TIMEOUT", (0.5, 0.5))
-    monkeypatch.setattr(kubernetes, "KILL_GRACE", 0.2)
     silent = socket.create_server(("127.0.0.1", 0))
     url = f"ws://127.0.0.1:{silent.getsockname()[1]}/exec"
-    monkeypatch.setattr(kubernetes.ws_client, "get_websocket_url", lambda *_: url)
+    monkeypatch.setattr(exec_ws.ws_client, "get_websocket_url", lambda *_: url)
     k8s = substrate(k8s_kubeconfig)
-    sandbox = KubernetesSandbox(
-        substrate=k8s, name="p", container="sandbox", resource_version="", workdir="/workspace",
-        rollout=Rollout(substrate="k8s"),
-    )  # fmt: skip
+    k8s.api.timeout = (0.5, 0.5)
+    handle = PodHandle(id="p", workdir="/workspace", container="sandbox", resource_version="")
+    transport = PodExec(k8s.api, handle, substrate="k8s", grace=0.2)
+    sandbox = Sandbox(
+        substrate=k8s, handle=handle, transport=transport, rollout=Rollout(substrate="k8s")
+    )
     try:
         with pytest.raises(SandboxError, match=r"unreachable .*: no answer \(timed out\)$"):
             within(30, lambda: sandbox.exec("true"))  # no step timeout: the API's connect timeout
         with pytest.raises(
             StepTimeout,
-            match=r"^k8s: step ran past its 0.1 s timeout, and 0.2 s later its exit status had not "
+            match=r"^k8s: step ran past its 0.1 s timeout; 0.2 s later its exit status had not "
             r"arrived$",
         ):
             within(30, lambda: sandbox.exec("true", timeout=0.1))  # the step's deadline
@@ -501,40 +585,43 @@ def test_the_exec_handshake_is_bounded(k8s_kubeconfig, monkeypatch):
     assert [step.exit_code for step in sandbox.rollout.steps] == [None, None]
 
 
-def test_file_steps_have_a_deadline(k8s_kubeconfig, monkeypatch):
-    monkeypatch.setattr(kubernetes, "API_TIMEOUT", (10.0, 0.5))
+def test_file_steps_have_a_deadline(k8s_kubeconfig):
     fifos = substrate(k8s_kubeconfig)
     try:
         with fifos.start() as sandbox:
             sandbox.exec("mkfifo to-read to-write")
-            # cat waits for a writer forever: no data within the API's read timeout.
+            fifos.api.timeout = (10.0, 0.5)
+            # cat waits for a writer forever, head -c 1 > to-write for a reader: no data
+            # within the API's read timeout.
             no_data = r"^k8s: a file step got no data for 0.5 s; its stream was closed$"
             with pytest.raises(SandboxError, match=no_data):
                 within(30, lambda: sandbox.read_file("to-read"))
-            # head -c 1 > to-write waits for a reader forever: past the sandbox's step timeout.
-            sandbox.timeout = 0.5
-            late = r"^k8s: step ran past its 0.5 s timeout; it may still be running$"
-            with pytest.raises(StepTimeout, match=late):
+            with pytest.raises(SandboxError, match=no_data):
                 within(30, lambda: sandbox.write_file("to-write", "x"))
-            sandbox.timeout = None
+            fifos.api.timeout = (10.0, 60.0)
             assert [s.kind for s in sandbox.rollout.steps[-2:]] == ["read_file", "write_file"]
+            assert sandbox.exec("echo alive").stdout == "alive\n"
+        with fifos.start(timeout=0.5) as sandbox:  # a step timeout bounds file steps too
+            sandbox.exec("mkfifo to-read")
+            past = r"^k8s: step ran past its 0.5 s timeout; it may still be running$"
+            with pytest.raises(StepTimeout, match=past):
+                within(30, lambda: sandbox.read_file("to-read"))
             assert sandbox.exec("echo alive").stdout == "alive\n"
     finally:
         fifos.close()
 
 
-def test_the_no_op_is_not_wrapped_in_timeout(k8s_kubeconfig):
+def test_the_no_op_is_not_wrapped_in_timeout(k8s_kubeconfig, exec_commands):
     # Like docker: the action tax is measured without the in-pod `timeout` wrapper.
     timed = substrate(k8s_kubeconfig)
-    commands = spy_exec(timed)
     try:
         with timed.start(timeout=30) as sandbox:
             sandbox.probe(2)
             assert sandbox.exec(["echo", "hi"]).stdout == "hi\n"
     finally:
         timed.close()
-    assert commands[:3] == [list(NOOP)] * 3  # the first exec and two probes
-    assert commands[3] == ["timeout", "-s", "KILL", "30.000", "echo", "hi"]
+    assert exec_commands[:3] == [list(NOOP)] * 3  # the first exec and two probes
+    assert exec_commands[3] == ["timeout", "-s", "KILL", "30.000", "echo", "hi"]
 
 
 # -- configuration -----------------------------------------------------------------------------
@@ -618,11 +705,11 @@ def test_pod_template_fills_what_options_do_not_cover(k8s_api, k8s_kubeconfig, t
     )  # fmt: skip
     try:
         with templated.start() as sandbox:
-            pod = core_api.read_namespaced_pod(sandbox.name, "default")
+            pod = core_api.read_namespaced_pod(sandbox.id, "default")
             assert sandbox.exec("echo $FROM_TEMPLATE").stdout == "yes\n"
     finally:
         templated.close()
-    assert pod.metadata.name == sandbox.name
+    assert pod.metadata.name == sandbox.id
     assert pod.metadata.labels["from"] == "template"
     assert pod.metadata.labels[SESSION_LABEL] == templated.session_id
     assert pod.metadata.annotations["note"] == "template"
@@ -669,26 +756,30 @@ def test_a_bare_pod_spec_is_a_template(k8s_kubeconfig, tmp_path):
 # -- image pull time ---------------------------------------------------------------------------
 
 
-def test_image_pull_is_read_once_after_the_first_exec_not_in_teardown(k8s_api, k8s_kubeconfig):
+def test_image_pull_is_read_once_after_the_first_exec_not_in_teardown(
+    k8s_api, k8s_kubeconfig, monkeypatch
+):
     looker = substrate(k8s_kubeconfig)
     calls: list[tuple[str, int]] = []
-    commands = spy_exec(looker)
-    real_lookup = looker._image_pull_seconds
+    execs = k8s_api.requests[EXECS]
+    real_lookup = events.image_pull_seconds
 
-    def lookup(name: str) -> float | None:
-        calls.append((f"lookup after {len(commands)} exec(s)", threading.get_ident()))
-        return real_lookup(name)
+    def lookup(api: Any, name: str) -> float | None:
+        calls.append(
+            (f"lookup after {k8s_api.requests[EXECS] - execs} exec(s)", threading.get_ident())
+        )
+        return real_lookup(api, name)
 
-    looker._image_pull_seconds = lookup  # type: ignore[method-assign]
-    events = "GET /api/v1/namespaces/{namespace}/events"
+    monkeypatch.setattr(events, "image_pull_seconds", lookup)
+    listed = "GET /api/v1/namespaces/{namespace}/events"
     try:
         sandbox = looker.start()
         # In this thread, once the first no-op exec is done: it never overlaps the cold start.
         assert calls == [("lookup after 1 exec(s)", threading.get_ident())]
         assert sandbox.rollout.phases["image_pull"] >= 0  # known before the teardown
-        before = k8s_api.requests[events]
+        before = k8s_api.requests[listed]
         sandbox.close()
-        assert k8s_api.requests[events] == before  # the teardown does not wait for it
+        assert k8s_api.requests[listed] == before  # the teardown does not wait for it
     finally:
         looker.close()
     assert len(calls) == 1
@@ -755,6 +846,10 @@ def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_k
     pytester.makepyprojecttoml(f"""
         [tool.rollout-tax.substrates.k8s]
         kubeconfig = "{k8s_kubeconfig}"
+        [tool.rollout-tax.substrates.k8s-session]
+        kind = "k8s"
+        transport = "session"
+        kubeconfig = "{k8s_kubeconfig}"
         [tool.rollout-tax.substrates.k8s-no-exec]
         kind = "k8s"
         kubeconfig = "{k8s_kubeconfig}"
@@ -766,13 +861,14 @@ def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_k
     """)
     report = pytester.path / "report.json"
     result = pytester.runpytest(
-        "--substrate=k8s,k8s-no-exec,k8s-bad-token", f"--rollout-json={report}",
+        "--substrate=k8s,k8s-session,k8s-no-exec,k8s-bad-token", f"--rollout-json={report}",
         "--rollout-probes=2", "-l", "-vv", "-p", "no:cacheprovider",
     )  # fmt: skip
-    result.assert_outcomes(passed=1, errors=2)
+    result.assert_outcomes(passed=2, errors=2)
     output = result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines([
         "*test_bugfix_loop?k8s-1? PASSED*",
+        "*test_bugfix_loop?k8s-session-1? PASSED*",
         "k8s: forbidden: the API server refused to create pods/exec 'rollout-tax-*",
         "k8s: unauthorized: the API server http://127.0.0.1:* rejected the credentials of "
         f"kubeconfig context '{CONTEXT}-bad-token' (401 Unauthorized) when asked to list pods*",
@@ -782,6 +878,7 @@ def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_k
     k8s = data["substrates"]["k8s"]
     assert k8s["rollouts"] == 1 and k8s["failures"] == 0
     assert set(PHASES) | {"image_pull"} <= set(k8s["phases"])
+    assert set(SESSION_PHASES) <= set(data["substrates"]["k8s-session"]["phases"])
     assert data["substrates"]["k8s-no-exec"]["failures"] == 1
     for token in all_tokens(k8s_api):
         assert token not in output
@@ -798,6 +895,6 @@ def test_rollout_reap_removes_labelled_pods(pytester, k8s_kubeconfig, core_api):
         )  # fmt: skip
         assert result.ret == 0
         result.stdout.fnmatch_lines(["rollout-tax: k8s: removed 1 leftover sandbox(es)"])
-        assert not pod_exists(core_api, abandoned.name, "rollout-tax")
+        assert not pod_exists(core_api, abandoned.id, "rollout-tax")
     finally:
         crashed.close()

@@ -8,8 +8,6 @@ from pathlib import Path
 import pytest
 from support.workloads import readme_workload
 
-from pytest_rollout_tax.plugin import Trajectory
-
 VARIANTS = """
 [tool.rollout-tax.substrates.local-b]
 kind = "local"
@@ -310,19 +308,6 @@ def test_a_marker_timeout_must_be_positive_finite_seconds(pytester, timeout):
     )
 
 
-@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), 0, -0.5, False, "1", [1]])
-def test_trajectory_rejects_every_timeout_that_is_not_seconds(timeout):
-    mark = pytest.mark.trajectory(timeout=timeout).mark
-    with pytest.raises(ValueError, match=r"in t\.py::test_x: expected a positive finite number"):
-        Trajectory.from_marker(mark, "t.py::test_x")
-
-
-@pytest.mark.parametrize("timeout", [None, 0.001, 1, 30.5])
-def test_trajectory_keeps_a_positive_finite_timeout(timeout):
-    mark = pytest.mark.trajectory(timeout=timeout).mark
-    assert Trajectory.from_marker(mark, "t.py::test_x").timeout == timeout
-
-
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["serial", "xdist"])
 def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
     suite.makepyfile(
@@ -526,23 +511,22 @@ def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester
 FLAKY_SUBSTRATE = """
 from pytest_rollout_tax.errors import SandboxError, SubstrateUnavailable
 from pytest_rollout_tax.hookspecs import hookimpl
-from pytest_rollout_tax.substrates.local import LocalSandbox, LocalSubstrate
+from pytest_rollout_tax.substrates.local import LocalExec, LocalSubstrate
 
-class FlakySandbox(LocalSandbox):
+class FlakyExec(LocalExec):
     runs = 0
 
-    def _run(self, argv, **kwargs):
-        FlakySandbox.runs += 1
-        if FlakySandbox.runs == 2:  # the first probe, right after the cold start
+    def run(self, argv, **kwargs):
+        FlakyExec.runs += 1
+        if FlakyExec.runs == 2:  # the first probe, right after the cold start
             raise SandboxError("flaky: the sandbox went away")
-        return super()._run(argv, **kwargs)
+        return super().run(argv, **kwargs)
 
 class FlakySubstrate(LocalSubstrate):
     kind = "flaky"
 
-    def _create(self, **kwargs):
-        local = super()._create(**kwargs)
-        return FlakySandbox(workdir=local.workdir, rollout=local.rollout, base_env=local._base_env)
+    def _transport(self, handle):
+        return FlakyExec(handle)
 
 class BrokenSubstrate(LocalSubstrate):
     kind = "broken"

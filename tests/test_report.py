@@ -68,6 +68,40 @@ def test_the_summary_notes_a_per_step_tax_capped_at_the_step():
     )
 
 
+def variant(name, kind, transport, action_s):
+    record = rollout(name, 0.25, step=0.06)
+    record.kind, record.transport = kind, transport
+    record.action_probes_s = [action_s] * 3
+    return record
+
+
+def test_variants_of_one_kind_are_compared_with_its_exec_transport():
+    rollouts = [
+        variant("docker", "docker", "exec", 0.050),
+        variant("docker-session", "docker", "session", 0.002),
+        variant("local", "local", "exec", 0.001),
+    ]
+    report = build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
+    assert report["substrates"]["docker-session"]["kind"] == "docker"
+    assert report["substrates"]["docker-session"]["transport"] == "session"
+    saved = (0.050 - 0.002) * 150 * 1_000_000 / 3600
+    lines = [line for line in render_summary(report) if " vs " in line and "spread" not in line]
+    assert lines == [f"docker-session vs docker: action p50 0.04x, tax-hours -{saved:,.0f}"]
+
+
+def test_without_a_second_variant_or_with_old_records_no_line_is_added():
+    old = rollout("docker", 0.25)  # recorded before kinds were: no kind, no comparison
+    report = build_report(
+        [old, variant("local", "local", "exec", 0.001)],
+        Scale(),
+        plugin_version="1",
+        machine={},
+        commit=None,
+    )
+    assert report["substrates"]["docker"]["kind"] is None
+    assert not [line for line in render_summary(report) if " vs " in line and "action" in line]
+
+
 def test_write_json_is_atomic(tmp_path):
     target = tmp_path / "sub" / "report.json"
     write_json(target, {"a": 1})

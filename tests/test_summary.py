@@ -42,15 +42,15 @@ def test_report_has_the_schema_of_the_design():
     }  # fmt: skip
     local = data["substrates"]["local"]
     assert set(local) == {
-        "rollouts", "failures", "failure_reasons", "cold_start", "action", "step", "teardown",
-        "trajectory", "phases", "worker_hours", "tax_hours",
+        "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
+        "step", "teardown", "trajectory", "phases", "worker_hours", "tax_hours",
     }  # fmt: skip
     for metric in ("cold_start", "action", "step", "teardown", "trajectory"):
         assert set(local[metric]) == STATS_KEYS
     assert set(local["phases"]) == {"create", "first_exec"}
     assert set(data["rollouts"][0]) >= {
-        "test", "substrate", "round", "outcome", "cold_start_s", "phases", "teardown_s",
-        "steps", "action_probes_s", "error",
+        "test", "substrate", "kind", "transport", "round", "outcome", "cold_start_s", "phases",
+        "teardown_s", "steps", "action_probes_s", "error",
     }  # fmt: skip
     json.dumps(data, allow_nan=False)
 

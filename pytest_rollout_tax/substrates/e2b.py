@@ -28,11 +28,11 @@ from ..errors import (
     RolloutTaxError,
     SandboxError,
     SandboxStartError,
-    StepTimeout,
     SubstrateUnavailable,
 )
-from ..record import PhaseClock, Rollout
-from ..sandbox import SESSION_LABEL, RawResult, Sandbox, Substrate
+from ..record import PhaseClock
+from ..substrate import SESSION_LABEL, Handle, Substrate, SubstrateOptions
+from ..transport import RawResult, Transport, step_timeout
 
 try:
     import httpx
@@ -64,7 +64,7 @@ KILL_SEARCH_S = 2.0
 
 
 @dataclass
-class E2BOptions:
+class E2BOptions(SubstrateOptions):
     #: The template (name or id) every sandbox starts from.
     template: str = "base"
     #: Sandbox lifetime in seconds: E2B kills a sandbox this long after its creation.
@@ -94,19 +94,25 @@ class E2BOptions:
             raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
 
 
-class E2BSandbox(Sandbox):
-    """One E2B sandbox; ``sdk`` is the SDK's own ``Sandbox`` object for it."""
+@dataclass
+class E2BHandle(Handle):
+    """One E2B sandbox: ``sdk`` is the SDK's own ``Sandbox`` object for it."""
 
-    def __init__(self, *, sdk: SDKSandbox, substrate: E2BSubstrate, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.sdk = sdk
+    sdk: SDKSandbox
+
+
+class E2BCommands(Transport):
+    """The SDK's own data plane: ``commands.run`` per step (over envd's Connect-RPC), files
+    through envd's ``/files``. E2B offers no other transport to choose."""
+
+    name = "exec"
+
+    def __init__(self, handle: E2BHandle, substrate: E2BSubstrate) -> None:
+        self.sdk = handle.sdk
+        self.sandbox_id = handle.id
         self._substrate = substrate
 
-    @property
-    def sandbox_id(self) -> str:
-        return self.sdk.sandbox_id
-
-    def _run(
+    def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
         # Variables go through env(1): envd's shell would drop names that are not identifiers.
@@ -132,9 +138,7 @@ class E2BSandbox(Sandbox):
             self._kill(handle.pid if handle is not None else None, command)
             # No command line in the message: it may carry secrets, and the message is
             # counted as a failure reason, the same for every step with this timeout.
-            raise StepTimeout(
-                f"{self._substrate.name}: step ran past its {timeout:g} s timeout; killed"
-            ) from None
+            raise step_timeout(self._substrate.name, timeout) from None
         except InvalidArgumentException as exc:
             if "cwd" in str(exc):  # envd refuses a missing directory: the workload's error
                 return RawResult(127, b"", f"directory {cwd}: not found\n".encode())
@@ -161,32 +165,30 @@ class E2BSandbox(Sandbox):
         except Exception as exc:
             raise self._fail(exc, "killing a command past its timeout") from None
 
-    def _write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         try:
-            self.sdk.files.write(path, data)
+            self.sdk.files.write(path, data, request_timeout=timeout)
         except Exception as exc:
-            raise self._file_failure(exc, path, "writing a file") from None
+            raise self._file_failure(exc, path, "writing a file", timeout) from None
 
-    def _read(self, path: str) -> bytes:
+    def read(self, path: str, *, timeout: float | None) -> bytes:
         try:
-            return bytes(self.sdk.files.read(path, format="bytes"))
+            return bytes(self.sdk.files.read(path, format="bytes", request_timeout=timeout))
         except Exception as exc:
-            raise self._file_failure(exc, path, "reading a file") from None
+            raise self._file_failure(exc, path, "reading a file", timeout) from None
 
-    def _file_failure(self, exc: Exception, path: str, action: str) -> Exception:
-        """envd's answer about ``path`` as an OSError (the sandbox names its cause); the
-        sandbox's own failure as a SandboxError."""
+    def _file_failure(
+        self, exc: Exception, path: str, action: str, timeout: float | None
+    ) -> Exception:
+        """envd's answer about ``path`` as an OSError (the sandbox names its cause); a request
+        past the step's timeout as StepTimeout; the sandbox's own failure as a SandboxError."""
+        if timeout and type(exc) is TimeoutException:
+            return step_timeout(self._substrate.name, timeout, "it may still be running")
         if isinstance(exc, FileNotFoundException):
             return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         if isinstance(exc, InvalidArgumentException) or type(exc) is SandboxException:
             return OSError(errno.EIO, " ".join(self._substrate.redact(exc).split()), path)
         return self._fail(exc, action)
-
-    def _destroy(self) -> None:
-        try:
-            self.sdk.kill()
-        except Exception as exc:
-            raise self._fail(exc, "killing the sandbox") from None
 
     def _fail(self, exc: BaseException, action: str) -> RolloutTaxError:
         return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
@@ -220,7 +222,7 @@ class E2BSubstrate(Substrate):
     def __repr__(self) -> str:
         return f"<E2BSubstrate {self.name!r} template={self.options.template!r}>"
 
-    def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
+    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> E2BHandle:
         try:
             sdk = SDKSandbox.create(
                 template=self.options.template,
@@ -232,23 +234,31 @@ class E2BSubstrate(Substrate):
         except Exception as exc:
             raise self.error(exc, "creating a sandbox") from None
         clock.mark("create")
-        sandbox = E2BSandbox(sdk=sdk, substrate=self, workdir=self.options.workdir, rollout=rollout)
+        handle = E2BHandle(id=sdk.sandbox_id, workdir=self.options.workdir, sdk=sdk)
         try:  # every sandbox starts in an empty workdir, not in the template user's dotfiles
-            made = sandbox._run(
-                ["mkdir", "-p", "--", sandbox.workdir], timeout=None, env=None, cwd="/"
-            )
+            mkdir = ["mkdir", "-p", "--", handle.workdir]
+            made = self._transport(handle).run(mkdir, timeout=None, env=None, cwd="/")
             if made.exit_code != 0:
                 raise SandboxStartError(
-                    f"{self.name}: cannot make the workdir {sandbox.workdir} "
+                    f"{self.name}: cannot make the workdir {handle.workdir} "
                     f"({self.name}.workdir): {made.stderr.decode('utf-8', 'replace').strip()[:120]}"
                 )
         except BaseException:  # a failure or Ctrl-C: the sandbox must not outlive it
             with contextlib.suppress(Exception):  # the start error is the one to report
-                sandbox.close()
+                self.destroy(handle)
             raise
         # Our own setup, not the service's cold start (Sandbox.create through the first no-op).
         clock.mark("workdir", cold_start=False)
-        return sandbox
+        return handle
+
+    def _transport(self, handle: E2BHandle) -> Transport:
+        return E2BCommands(handle, self)
+
+    def destroy(self, handle: E2BHandle) -> None:
+        try:
+            handle.sdk.kill()
+        except Exception as exc:
+            raise self.error(exc, "killing the sandbox", sandbox_id=handle.id) from None
 
     def list_sandboxes(self, session_id: str | None = None) -> list[SandboxInfo]:
         """Sandboxes labelled by ``session_id`` (by any session if None), running or paused."""

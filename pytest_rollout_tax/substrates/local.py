@@ -1,7 +1,7 @@
 """``local``: a fresh temporary directory per sandbox, commands as child processes.
 
 The embedded default and the floor every other substrate is compared against: its overhead
-is the cost of spawning a process.
+is the cost of spawning a process (``exec``), or of a line to a shell it keeps (``session``).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import selectors
 import shutil
 import signal
 import subprocess
@@ -20,9 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..contract import file_error
-from ..errors import SandboxStartError, StepTimeout
-from ..record import PhaseClock, Rollout
-from ..sandbox import RawResult, Sandbox, Substrate, process_alive
+from ..errors import SandboxStartError
+from ..record import PhaseClock
+from ..shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
+from ..substrate import Handle, Substrate, SubstrateOptions, process_alive
+from ..transport import RawResult, Transport, step_timeout
 
 #: The host's standard tools, plus the directory of the Python running the tests.
 DEFAULT_PATH = os.pathsep.join(
@@ -43,25 +46,33 @@ _WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<p
 
 
 @dataclass
-class LocalOptions:
+class LocalOptions(SubstrateOptions):
     #: Where the per-sandbox directories are made (default: the system temp directory).
     root: str | None = None
     #: Extra environment variables for every command.
     env: dict[str, str] = field(default_factory=dict)
 
 
-class LocalSandbox(Sandbox):
-    """Each step is a child process in a session of its own; closing kills what they left."""
+@dataclass
+class LocalHandle(Handle):
+    """A sandbox's directory, the environment of its commands, and what they left running."""
 
-    def __init__(self, *, base_env: dict[str, str], **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._base_env = base_env
-        self._leftovers = Leftovers(kwargs["workdir"])
+    env: dict[str, str]
+    leftovers: Leftovers
 
-    def _run(
+
+class LocalExec(Transport):
+    """``exec``: each step a child process in a session of its own."""
+
+    name = "exec"
+
+    def __init__(self, handle: LocalHandle) -> None:
+        self._handle = handle
+
+    def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        environment = self._base_env | dict(env) if env else self._base_env
+        environment = self._handle.env | dict(env) if env else self._handle.env
         try:
             process = subprocess.Popen(
                 argv,
@@ -78,15 +89,16 @@ class LocalSandbox(Sandbox):
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            raise StepTimeout(f"local: step ran past its {timeout:g} s timeout; killed") from None
+            raise step_timeout("local", timeout) from None
         except BaseException:  # Ctrl-C, SIGTERM: the step's processes go first
             _kill_group(process)
             raise
-        self._leftovers.step_ended(process.pid)
+        self._handle.leftovers.step_ended(process.pid)
         code = process.returncode
         return RawResult(128 - code if code < 0 else code, stdout, stderr)  # signals as sh does
 
-    def _write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
+        """Direct file I/O in the workdir on this host: nothing to time out."""
         target = Path(path)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -94,12 +106,59 @@ class LocalSandbox(Sandbox):
             raise file_error(NotADirectoryError, path) from None
         target.write_bytes(data)
 
-    def _read(self, path: str) -> bytes:
+    def read(self, path: str, *, timeout: float | None) -> bytes:
         return Path(path).read_bytes()
 
-    def _destroy(self) -> None:
-        self._leftovers.kill()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+
+class LocalShell(Duplex):
+    """``session``: one ``sh`` child in a session of its own, talked to over pipes."""
+
+    def __init__(self, handle: LocalHandle) -> None:
+        self._handle = handle
+        self._process = subprocess.Popen(
+            SHELL,
+            cwd=handle.workdir,
+            env=handle.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._process.stdout, selectors.EVENT_READ, STDOUT)
+        self._selector.register(self._process.stderr, selectors.EVENT_READ, STDERR)
+
+    def send(self, data: bytes) -> None:
+        try:
+            self._process.stdin.write(data)
+            self._process.stdin.flush()
+        except BrokenPipeError:
+            pass  # the shell is gone: receive() reports its end
+
+    def receive(self, timeout: float | None) -> tuple[int, bytes]:
+        while self._selector.get_map():
+            ready = self._selector.select(timeout)
+            if not ready:
+                raise TimeoutError
+            key = ready[0][0]
+            chunk = os.read(key.fd, 1 << 16)
+            if chunk:
+                return key.data, chunk
+            self._selector.unregister(key.fileobj)
+        return 0, b""
+
+    def close(self) -> None:
+        # The session's commands and what they left share the shell's session: recorded now,
+        # while the shell still holds the id, they are killed with the sandbox.
+        process = self._process
+        self._handle.leftovers.step_ended(process.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        self._selector.close()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError):
+                pipe.close()
+        process.wait()
 
 
 def _not_started(exc: OSError, cwd: str) -> RawResult:
@@ -111,8 +170,8 @@ def _not_started(exc: OSError, cwd: str) -> RawResult:
 
 
 def _kill_group(process: subprocess.Popen) -> None:
-    """SIGKILL a running step's process group (its leader is not reaped yet: the id is still
-    the step's) and collect the step."""
+    """SIGKILL a running child's process group (its leader is not reaped yet: the id is still
+    the child's) and collect the child."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.communicate()
@@ -185,8 +244,9 @@ def _processes() -> Iterator[tuple[int, int, int, int, str]]:
 class LocalSubstrate(Substrate):
     kind = "local"
     Options = LocalOptions
+    transports = ("exec", "session")
 
-    def _create(self, *, rollout: Rollout, labels: dict[str, str], clock: PhaseClock) -> Sandbox:
+    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> LocalHandle:
         prefix = f"{WORKDIR_PREFIX}{self.session_id}-{os.getpid()}-"  # the labels of a workdir
         try:
             workdir = tempfile.mkdtemp(prefix=prefix, dir=self.root)
@@ -195,8 +255,19 @@ class LocalSubstrate(Substrate):
                 f"{self.name}: cannot make a workdir in {self.root}: {exc.strerror}"
             ) from None
         clock.mark("create")
-        base_env = {"PATH": DEFAULT_PATH, "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
-        return LocalSandbox(workdir=workdir, rollout=rollout, base_env=base_env | self.options.env)
+        env = {"PATH": DEFAULT_PATH, "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
+        return LocalHandle(
+            id=workdir, workdir=workdir, env=env | self.options.env, leftovers=Leftovers(workdir)
+        )
+
+    def _transport(self, handle: LocalHandle) -> Transport:
+        if self.transport == "session":
+            return ShellSession(lambda: LocalShell(handle), substrate=self.name)
+        return LocalExec(handle)
+
+    def destroy(self, handle: LocalHandle) -> None:
+        handle.leftovers.kill()
+        shutil.rmtree(handle.workdir, ignore_errors=True)
 
     @property
     def root(self) -> str:

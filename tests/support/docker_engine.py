@@ -33,3 +33,12 @@ def sandbox_image(docker_client) -> str:
     except docker.errors.ImageNotFound:
         pytest.fail(f"image {SANDBOX_IMAGE} is missing; {FIX}", pytrace=False)
     return SANDBOX_IMAGE
+
+
+def session_shell(docker_client, container_id: str) -> dict:
+    """The engine's record of a container's ``session`` shell: its one exec with stdin open
+    (``Pid`` is the shell's process id on this host, where the engine runs)."""
+    api = docker_client.api
+    execs = [api.exec_inspect(i) for i in api.inspect_container(container_id)["ExecIDs"] or ()]
+    [shell] = [record for record in execs if record["OpenStdin"]]
+    return shell

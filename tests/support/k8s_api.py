@@ -45,9 +45,9 @@ from typing import Any
 
 import docker
 import yaml
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
-from pytest_rollout_tax.sandbox import process_alive
+from pytest_rollout_tax.substrate import process_alive
 
 SIMULATE_KEY = "rollout-tax.test/simulate"
 OWNER_LABEL = "rollout-tax.test/k8s-api"
@@ -404,6 +404,8 @@ class KubeAPIStandIn:
         self.expire_watches = 0
         #: The exec subprotocols offered, in order (a test can restrict them to v4).
         self.exec_protocols: tuple[str, ...] = (V5, V4)
+        #: The exec websockets open now, by pod name (a test may drop them).
+        self._exec_sockets: dict[str, set[web.WebSocketResponse]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -508,6 +510,19 @@ class KubeAPIStandIn:
             return self.store.revision
 
         return asyncio.run_coroutine_threadsafe(compact(), self._loop).result(10)
+
+    def drop_execs(self, pod: str) -> int:
+        """Close the open exec websockets of ``pod`` from the server's side, as an API server
+        that restarts (or a proxy's idle timeout) does; return how many."""
+        assert self._loop is not None
+
+        async def drop() -> int:
+            sockets = list(self._exec_sockets.get(pod, ()))
+            for ws in sockets:  # not awaited: the client answers the close when it reads
+                self._spawn(ws.close(code=WSCloseCode.GOING_AWAY, message=b"server going away"))
+            return len(sockets)
+
+        return asyncio.run_coroutine_threadsafe(drop(), self._loop).result(10)
 
     # -- kubeconfig ------------------------------------------------------------------------
 
@@ -1339,6 +1354,8 @@ class KubeAPIStandIn:
                 f"{', '.join(self.exec_protocols)}",
             )
         await ws.prepare(request)
+        sockets = self._exec_sockets.setdefault(name, set())
+        sockets.add(ws)
         try:
             await self._exec_stream(ws, container_id, command, flags)
         except (ConnectionError, docker.errors.APIError, OSError) as exc:
@@ -1348,6 +1365,9 @@ class KubeAPIStandIn:
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await ws.send_bytes(b"\x03" + json.dumps(failure).encode())
         finally:
+            sockets.discard(ws)
+            if not sockets:
+                self._exec_sockets.pop(name, None)
             await ws.close()
         return ws
 
@@ -1409,6 +1429,9 @@ class KubeAPIStandIn:
             elif channel == 255 and ws.ws_protocol == V5 and payload[:1] == b"\x00" and stdin:
                 with contextlib.suppress(OSError):
                     writer.write_eof()
+        if stdin:  # the websocket is gone: like the kubelet, end the process's input
+            with contextlib.suppress(OSError):
+                writer.write_eof()
 
     async def _docker_attach(
         self, exec_id: str

@@ -13,12 +13,23 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout_tax.sandbox import Substrate
+from pytest_rollout_tax.substrate import Substrate
 
 from . import live
 from .ec2_moto import stand_in_options, use_dummy_aws
 
-STAND_INS = ("local", "docker", "k8s", "e2b", "ec2")
+#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only).
+STAND_INS = (
+    "local",
+    "local-session",
+    "docker",
+    "docker-session",
+    "k8s",
+    "k8s-session",
+    "e2b",
+    "ec2",
+    "ec2-session",
+)
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
     "e2b-live": live.e2b_options,
@@ -46,20 +57,25 @@ def open_substrate(name: str, request: pytest.FixtureRequest) -> Iterator[Substr
 
 
 def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Substrate:
+    """``name`` is KIND, KIND-session or KIND-live."""
     fixture = request.getfixturevalue
+    name, _, variant = name.partition("-")
+    if variant == "live":
+        name = f"{name}-live"
+    session = {"transport": "session"} if variant == "session" else {}
     if name == "local":
         from pytest_rollout_tax.substrates.local import LocalSubstrate
 
-        return LocalSubstrate(root=str(fixture("tmp_path_factory").mktemp("local")))
+        return LocalSubstrate(root=str(fixture("tmp_path_factory").mktemp("local")), **session)
     if name == "docker":
         from pytest_rollout_tax.substrates.docker import DockerSubstrate
 
-        return DockerSubstrate(image=fixture("sandbox_image"))
+        return DockerSubstrate(image=fixture("sandbox_image"), **session)
     if name in ("k8s", "k8s-live"):
         from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 
         if name == "k8s":
-            return KubernetesSubstrate(kubeconfig=str(fixture("k8s_kubeconfig")))
+            return KubernetesSubstrate(kubeconfig=str(fixture("k8s_kubeconfig")), **session)
         return KubernetesSubstrate(**live.k8s_options())
     if name in ("e2b", "e2b-live"):
         from pytest_rollout_tax.substrates.e2b import E2BSubstrate
@@ -78,5 +94,5 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
             return EC2Substrate(**live.ec2_options(), tags={"purpose": "rollout-tax-live-test"})
         use_dummy_aws(monkeypatch, fixture("tmp_path_factory").mktemp("aws"))
         world, target = fixture("ec2_world"), fixture("sshd_target")
-        return EC2Substrate(**stand_in_options(fixture("ec2_proxy"), world, target))
+        return EC2Substrate(**stand_in_options(fixture("ec2_proxy"), world, target), **session)
     raise ValueError(f"no test substrate named {name!r}")

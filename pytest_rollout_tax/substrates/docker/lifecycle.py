@@ -1,0 +1,258 @@
+"""The docker substrate's lifecycle: check the engine, create and start a container, remove it.
+
+Built on the docker SDK's low-level ``APIClient``: a cold start is one create and one start.
+Containers run with an init process and ``no-new-privileges`` and carry the ownership labels,
+so whatever a crashed or interrupted session leaves behind can be reaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import threading
+from typing import Any
+
+from ...errors import (
+    ConfigError,
+    RolloutTaxError,
+    SandboxError,
+    SandboxStartError,
+    SubstrateUnavailable,
+)
+from ...record import PhaseClock
+from ...shell import ShellSession
+from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
+from ...transport import Transport
+from .engine import (
+    ENGINE_ERRORS,
+    connect,
+    docker_errors,
+    engine_errors,
+    explain,
+    requests,
+    root_cause,
+)
+from .exec import DockerExec
+from .handle import DockerHandle, FileOwner
+from .options import DEFAULT_IMAGE, DockerOptions, memory_bytes
+from .session import DockerShell
+
+#: Which process created a container (``HOST:PID``): reaping spares a live session's sandboxes.
+OWNER_LABEL = "rollout-tax.io/owner"
+#: PID 1's child in every sandbox: keeps the container alive whatever the image's CMD is.
+KEEPALIVE = ["sleep", "infinity"]
+_BUILTIN_NETWORKS = ("none", "bridge", "host", "default")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # not allowed in a container name
+
+
+class DockerSubstrate(Substrate):
+    """Containers on the engine at ``DOCKER_HOST`` (default: the local socket)."""
+
+    kind = "docker"
+    Options = DockerOptions
+    transports = ("exec", "session")
+
+    def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
+        super().__init__(name, session_id=session_id, **options)  # checks the options
+        #: This process, as the owner label names it (``HOST:PID``).
+        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self._lock = threading.Lock()
+        self._file_owner = FileOwner(self.options.user, self.name)
+        self._pull_needed = False
+        self.client = connect(self.name)
+        self.api = self.client.api
+        self._host_config = self.api.create_host_config(
+            init=True,
+            security_opt=["no-new-privileges"],
+            network_mode=self.options.network,
+            nano_cpus=int(self.options.cpus * 1e9) if self.options.cpus else None,
+            mem_limit=memory_bytes(self.options.memory) if self.options.memory else None,
+            pids_limit=self.options.pids_limit,
+            runtime=self.options.runtime,
+        )
+
+    # -- the substrate interface -------------------------------------------------------------
+
+    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> DockerHandle:
+        if self._pull_needed:
+            self._pull()
+            clock.mark("pull", cold_start=False)
+        # Unique to this rollout: a container whose create response was lost is removed by it.
+        name = _UNSAFE.sub("-", f"rollout-tax-{labels[SESSION_LABEL]}-{labels[ROLLOUT_LABEL]}")
+        container_id = None
+        try:
+            container_id = self.api.create_container(
+                self.options.image,
+                entrypoint=KEEPALIVE,
+                working_dir=self.options.workdir,
+                user=self.options.user,
+                environment=self.options.env or None,
+                labels=labels | {OWNER_LABEL: self.owner},
+                name=name,
+                host_config=self._host_config,
+                detach=True,
+            )["Id"]
+            clock.mark("create")
+            self.api.start(container_id)
+            clock.mark("start")
+        except BaseException as exc:
+            # Without an id the create may still have happened (response lost to a timeout or
+            # a reset, or interrupted): remove by name, unless the engine refused it (4xx).
+            refused = isinstance(exc, docker_errors.APIError) and exc.is_client_error()
+            if container_id is not None or not refused:
+                with contextlib.suppress(Exception):
+                    self._remove(container_id or name)
+            raise self._start_error(exc) from None
+        return DockerHandle(
+            id=container_id,
+            workdir=self.options.workdir,
+            api=self.api,
+            substrate=self.name,
+            image=self.options.image,
+            owner=self._file_owner,
+        )
+
+    def _transport(self, handle: DockerHandle) -> Transport:
+        if self.transport == "session":
+            return ShellSession(lambda: DockerShell(handle), substrate=self.name)
+        return DockerExec(handle)
+
+    def destroy(self, handle: DockerHandle) -> None:
+        with engine_errors(self.name, f"removing container {handle.id[:12]}"):
+            self._remove(handle.id)
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Force-remove containers of ``session_id`` (any session if None) that no live process
+        of another session on this host still owns; return how many were removed."""
+        label = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
+        try:
+            found = self.api.containers(all=True, filters={"label": label})
+        except ENGINE_ERRORS as exc:
+            raise SubstrateUnavailable(
+                f"{self.name}: cannot list containers: {root_cause(exc)}"
+            ) from None
+        removed = 0
+        for container in found:
+            if self._owned_by_live_process((container.get("Labels") or {}).get(OWNER_LABEL)):
+                continue
+            with contextlib.suppress(RolloutTaxError):
+                removed += self._remove(container["Id"])
+        return removed
+
+    def close(self) -> None:
+        self.client.close()
+
+    def _prepare(self) -> None:
+        """Before the first start: the image exists (or may be pulled), the network and the
+        runtime too. Reaping needs none of them."""
+        options = self.options
+        try:
+            try:
+                self.api.inspect_image(options.image)
+            except docker_errors.ImageNotFound:
+                if options.pull == "never":
+                    raise SubstrateUnavailable(self._image_missing()) from None
+                self._pull_needed = True
+            except docker_errors.APIError as exc:
+                if not exc.is_client_error():
+                    raise
+                raise ConfigError(f"{self.name}.image={options.image!r}: {explain(exc)}") from None
+            if options.network not in _BUILTIN_NETWORKS and ":" not in options.network:
+                try:
+                    self.api.inspect_network(options.network)
+                except docker_errors.NotFound:
+                    raise ConfigError(
+                        f"{self.name}.network={options.network!r}: no such network on this "
+                        "engine (docker network ls)"
+                    ) from None
+            if options.runtime is not None or options.cpus is not None:
+                self._check_engine_resources()
+        except ENGINE_ERRORS as exc:
+            raise SubstrateUnavailable(
+                f"{self.name}: the Docker engine failed: {root_cause(exc)}"
+            ) from None
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _check_engine_resources(self) -> None:
+        """The runtime asked for is installed, and the engine has the CPUs asked for."""
+        options = self.options
+        info = self.api.info()
+        runtimes = sorted(info.get("Runtimes") or {})
+        if options.runtime is not None and options.runtime not in runtimes:
+            raise SubstrateUnavailable(
+                f"{self.name}.runtime={options.runtime!r}: not installed in this engine "
+                f"(installed: {', '.join(runtimes) or 'none'})"
+            )
+        ncpu = info.get("NCPU") or 0
+        if options.cpus is not None and ncpu and options.cpus > ncpu:
+            raise ConfigError(f"{self.name}.cpus={options.cpus:g}: the engine has only {ncpu} CPUs")
+
+    def _start_error(self, exc: BaseException) -> BaseException:
+        """What a failed create or start raises: one line, or the interrupt itself."""
+        if isinstance(exc, docker_errors.ImageNotFound):
+            return SandboxStartError(self._image_missing())
+        if isinstance(exc, docker_errors.APIError):
+            return SandboxStartError(
+                f"{self.name}: the engine refused the container: {explain(exc)}"
+            )
+        if isinstance(exc, requests.exceptions.ConnectionError | docker_errors.DockerException):
+            return SandboxStartError(
+                f"{self.name}: lost the Docker engine while creating a container: {root_cause(exc)}"
+            )
+        return exc
+
+    def _remove(self, container_id: str) -> int:
+        """Force-remove one container with its anonymous volumes; 0 if it was already gone."""
+        try:
+            self.api.remove_container(container_id, force=True, v=True)
+        except docker_errors.NotFound:
+            return 0
+        except docker_errors.APIError as exc:
+            if exc.status_code == 409 and "already in progress" in str(exc.explanation):
+                return 0  # another process (the reaper) is removing it right now
+            raise SandboxError(
+                f"{self.name}: could not remove container {container_id[:12]}: {explain(exc)}"
+            ) from None
+        return 1
+
+    def _image_missing(self) -> str:
+        image = self.options.image
+        how = (
+            "build it with scripts/ensure-docker"
+            if image == DEFAULT_IMAGE
+            else f"build it (docker build -t {image} .) or load it"
+        )
+        return (
+            f"{self.name}: image {image} is missing and {self.name}.pull=never; "
+            f"{how}, or set {self.name}.pull=missing"
+        )
+
+    def _pull(self) -> None:
+        """Pull the image once per process (the first rollout records it as phase ``pull``)."""
+        with self._lock:
+            if not self._pull_needed:
+                return
+            image = self.options.image
+            try:
+                for event in self.api.pull(image, stream=True, decode=True):
+                    if isinstance(event, dict) and event.get("error"):
+                        raise SandboxStartError(
+                            f"{self.name}: pulling image {image} failed: {event['error']}"
+                        )
+                self.api.inspect_image(image)
+            except docker_errors.DockerException as exc:
+                raise SandboxStartError(
+                    f"{self.name}: pulling image {image} failed: {explain(exc)}"
+                ) from None
+            self._pull_needed = False
+
+    def _owned_by_live_process(self, owner: str | None) -> bool:
+        """Whether ``owner`` (HOST:PID) is another process of this host that is still running."""
+        host, _, pid_text = (owner or "").rpartition(":")
+        if host != socket.gethostname() or not pid_text.isdigit():
+            return False
+        pid = int(pid_text)
+        return pid != os.getpid() and process_alive(pid)

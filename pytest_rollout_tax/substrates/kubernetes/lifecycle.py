@@ -1,0 +1,282 @@
+"""The k8s control plane: create a pod and watch it to Ready through its phases, delete it and
+watch until it is gone, reap a session's pods, and read the image pull time afterwards."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
+from ...record import PhaseClock, Rollout
+from ...shell import ShellSession
+from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
+from ...transport import Transport
+from . import events
+from .api import POD, PODS, Api, ApiError
+from .config import KubernetesOptions, load_cluster
+from .exec_transport import PodExec, PodHandle
+from .exec_ws import ExecStream
+from .manifest import base_pod
+
+#: Condition type -> cold-start phase, in the order a pod goes through them.
+CONDITION_PHASES = (
+    ("PodScheduled", "scheduled"),
+    ("Initialized", "initialized"),
+    ("ContainersReady", "containers_ready"),
+    ("Ready", "ready"),
+)
+PULL_FAILURES = {
+    "ErrImagePull",
+    "ImagePullBackOff",
+    "ErrImageNeverPull",
+    "InvalidImageName",
+    "RegistryUnavailable",
+    "ImageInspectError",
+}
+START_FAILURES = {
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "RunContainerError",
+    "CrashLoopBackOff",
+    "StartError",
+}
+
+
+class _NotReady(Exception):
+    def __init__(self, pod: dict | None) -> None:
+        self.pod = pod
+
+
+class _StartFailed(Exception):
+    """The pod can never become ready (image pull failure, container exited, pod failed)."""
+
+
+class KubernetesSubstrate(Substrate):
+    """Pods on the cluster of a kubeconfig context (or the one this process runs in)."""
+
+    kind = "k8s"
+    Options = KubernetesOptions
+    transports = ("exec", "session")
+
+    def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
+        super().__init__(name, session_id=session_id, **options)
+        cluster = load_cluster(self.options)
+        self.context, self.namespace = cluster.context, cluster.namespace
+        self.server: str = cluster.configuration.host
+        self._base = base_pod(self.options)
+        self.workdir = self._base.workdir
+        #: The API server's client, shared by every sandbox of this substrate.
+        self.api = Api(cluster)
+        try:
+            self.api.call("GET", PODS, verb="list", resource="pods", query=[("limit", "1")])
+        except ApiError as exc:
+            self.api.close()
+            raise SubstrateUnavailable(str(exc)) from None
+
+    def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict:
+        """The pod this substrate creates for a sandbox ``name`` with ownership ``labels``."""
+        return self._base.manifest(name, self.namespace, labels)
+
+    # -- the sandbox lifecycle -------------------------------------------------------------
+
+    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> PodHandle:
+        name = f"rollout-tax-{labels[ROLLOUT_LABEL]}"
+        deadline = clock.started + self.options.ready_timeout
+        try:
+            created = self.api.call(
+                "POST", PODS, verb="create", resource="pods", body=self.pod_manifest(name, labels)
+            )
+        except ApiError as exc:
+            if 0 < exc.code < 500:  # refused: nothing was created
+                raise SandboxStartError(str(exc)) from None
+            # No answer (timed out, connection reset) or a server error: the pod may exist.
+            raise SandboxStartError(f"{exc}; {self._delete_after_failure(name)}") from None
+        clock.mark("created")
+        try:
+            version = self._wait_ready(
+                name, created["metadata"]["resourceVersion"], clock, deadline
+            )
+        except _NotReady as exc:
+            state = events.not_ready_report(self.api, name, exc.pod)
+            raise SandboxStartError(
+                f"k8s: pod {name} in namespace {self.namespace!r} not ready after "
+                f"{self.options.ready_timeout:g} s (k8s.ready_timeout): {state}; "
+                f"{self._delete_after_failure(name)}"
+            ) from None
+        except _StartFailed as exc:
+            raise SandboxStartError(f"k8s: {exc}; {self._delete_after_failure(name)}") from None
+        except ApiError as exc:
+            raise SandboxStartError(f"{exc}; {self._delete_after_failure(name)}") from None
+        except BaseException:
+            self._delete_after_failure(name)
+            raise
+        return PodHandle(
+            id=name, workdir=self.workdir, container=self._base.container, resource_version=version
+        )
+
+    def _transport(self, handle: PodHandle) -> Transport:
+        if self.transport == "session":
+            return ShellSession(
+                lambda: ExecStream(self.api, handle.id, handle.container), substrate=self.name
+            )
+        return PodExec(self.api, handle, substrate=self.name)
+
+    def after_cold_start(self, handle: PodHandle, rollout: Rollout) -> None:
+        """The image pull time from the kubelet's Pulled event (one GET, untimed); without
+        readable events, the gap from ``scheduled`` to ``containers_ready``, an upper bound."""
+        found = events.image_pull_seconds(self.api, handle.id)
+        phases = rollout.phases
+        if found is None and "scheduled" in phases and "containers_ready" in phases:
+            found = phases.get("initialized", 0.0) + phases["containers_ready"]
+        if found is not None:
+            phases["image_pull"] = found
+
+    def destroy(self, handle: PodHandle) -> None:
+        self._delete(handle.id, handle.resource_version)
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Delete the pods labelled with ``session_id`` (any session if None) in the namespace."""
+        selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
+        query = [("labelSelector", selector)]
+        pods = self.api.call("GET", PODS, verb="list", resource="pods", query=query)
+        removed = 0
+        for pod in pods.get("items") or []:
+            try:
+                self.api.call(
+                    "DELETE", POD, verb="delete", resource="pods", name=pod["metadata"]["name"]
+                )
+                removed += 1
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+        return removed
+
+    def close(self) -> None:
+        self.api.close()
+
+    # -- readiness ---------------------------------------------------------------------------
+
+    def _wait_ready(
+        self, name: str, resource_version: str, clock: PhaseClock, deadline: float
+    ) -> str:
+        """Follow the pod with a watch until Ready, marking each condition as it turns True."""
+        marked: set[str] = set()
+        pod: dict | None = None
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise _NotReady(pod)
+            if not resource_version:  # the watch expired (410 Gone): start over from a read
+                try:
+                    pod = self.api.call("GET", POD, verb="get", resource="pods", name=name)
+                except ApiError as exc:
+                    if exc.code == 404:
+                        raise _StartFailed(f"pod {name} was deleted while starting") from None
+                    raise
+                resource_version = pod["metadata"]["resourceVersion"]
+                if self._advance(pod, clock, marked):
+                    return resource_version
+            with contextlib.closing(self.api.watch(name, resource_version, remaining)) as watch:
+                for kind, obj in watch:
+                    if kind == "ERROR":
+                        if obj.get("code") == 410:
+                            resource_version = ""
+                            break
+                        raise ApiError(
+                            f"watch pods: {obj.get('code')} {obj.get('reason')}: "
+                            f"{obj.get('message')}"
+                        )
+                    metadata = obj.get("metadata") or {}
+                    resource_version = metadata.get("resourceVersion") or resource_version
+                    if kind == "DELETED":
+                        raise _StartFailed(f"pod {name} was deleted while starting")
+                    if kind in ("ADDED", "MODIFIED"):
+                        pod = obj
+                        if self._advance(pod, clock, marked):
+                            return resource_version
+
+    def _advance(self, pod: dict, clock: PhaseClock, marked: set[str]) -> bool:
+        """Mark the phases whose condition turned True; raise if the pod can never start."""
+        status = pod.get("status") or {}
+        conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+        for condition, phase in CONDITION_PHASES:
+            if phase not in marked and conditions.get(condition) == "True":
+                clock.mark(phase)
+                marked.add(phase)
+        if "ready" in marked:
+            return True
+        name = pod["metadata"]["name"]
+        for container in status.get("containerStatuses") or []:
+            state = container.get("state") or {}
+            waiting = state.get("waiting") or {}
+            reason = waiting.get("reason", "")
+            if reason in PULL_FAILURES:
+                image = container.get("image") or pod["spec"]["containers"][0].get("image")
+                raise _StartFailed(
+                    f"image pull failed ({reason}) for image {image!r} in pod {name}: "
+                    f"{waiting.get('message') or 'no message'}"
+                )
+            if reason in START_FAILURES:
+                raise _StartFailed(
+                    f"container {container.get('name')} of pod {name} cannot start ({reason}): "
+                    f"{waiting.get('message') or 'no message'}"
+                )
+            terminated = state.get("terminated")
+            if terminated:
+                raise _StartFailed(
+                    f"container {container.get('name')} of pod {name} exited with code "
+                    f"{terminated.get('exitCode')} ({terminated.get('reason', 'no reason')}) "
+                    "before the pod was ready"
+                )
+        if status.get("phase") in ("Failed", "Succeeded"):
+            raise _StartFailed(
+                f"pod {name} {status['phase'].lower()} before it was ready: "
+                f"{status.get('reason', '')} {status.get('message', '')}".rstrip()
+            )
+        return False
+
+    # -- deletion ----------------------------------------------------------------------------
+
+    def _delete(self, name: str, resource_version: str, timeout: float | None = None) -> None:
+        """Delete pod ``name`` and return once a watch has seen it gone."""
+        deadline = time.perf_counter() + (timeout or self.options.delete_timeout)
+        try:
+            self.api.call("DELETE", POD, verb="delete", resource="pods", name=name)
+        except ApiError as exc:
+            if exc.code == 404:
+                return
+            raise
+        while True:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise SandboxError(
+                    f"k8s: pod {name} still exists {self.options.delete_timeout:g} s after its "
+                    "deletion (k8s.delete_timeout)"
+                )
+            if not resource_version:
+                try:
+                    pod = self.api.call("GET", POD, verb="get", resource="pods", name=name)
+                except ApiError as exc:
+                    if exc.code == 404:
+                        return
+                    raise
+                resource_version = pod["metadata"]["resourceVersion"]
+            with contextlib.closing(self.api.watch(name, resource_version, remaining)) as watch:
+                for kind, obj in watch:
+                    if kind == "DELETED":
+                        return
+                    if kind == "ERROR":
+                        resource_version = ""  # 410 Gone (or worse): read, then watch again
+                        break
+                    metadata = obj.get("metadata") or {}
+                    resource_version = metadata.get("resourceVersion") or resource_version
+
+    def _delete_after_failure(self, name: str) -> str:
+        """Delete a pod that failed to start; say whether that worked."""
+        try:
+            self._delete(name, "", timeout=min(self.options.delete_timeout, 30.0))
+        except RolloutTaxError as exc:
+            return f"deleting the pod failed: {exc}"
+        return "the pod was deleted"
