@@ -8,22 +8,6 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def interleaved(
-    n: int, first: Callable[[], float], second: Callable[[], float]
-) -> tuple[list[float], list[float]]:
-    """``n`` samples of each, in ABBA order so drift hits both alike; the two lists of seconds."""
-    a: list[float] = []
-    b: list[float] = []
-    for i in range(n):
-        if i % 2 == 0:
-            a.append(first())
-            b.append(second())
-        else:
-            b.append(second())
-            a.append(first())
-    return a, b
-
-
 def interleaved_all(
     n: int,
     samplers: Mapping[str, Callable[[], T]],
