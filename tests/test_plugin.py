@@ -526,7 +526,7 @@ class FlakySubstrate(LocalSubstrate):
     kind = "flaky"
 
     def _transport(self, handle):
-        return FlakyExec(handle)
+        return FlakyExec(handle, substrate=self.name)
 
 class BrokenSubstrate(LocalSubstrate):
     kind = "broken"

@@ -66,8 +66,9 @@ class LocalExec(Transport):
 
     name = "exec"
 
-    def __init__(self, handle: LocalHandle) -> None:
+    def __init__(self, handle: LocalHandle, *, substrate: str) -> None:
         self._handle = handle
+        self._substrate = substrate
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
@@ -89,7 +90,7 @@ class LocalExec(Transport):
             stdout, stderr = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            raise step_timeout("local", timeout) from None
+            raise step_timeout(self._substrate, timeout) from None
         except BaseException:  # Ctrl-C, SIGTERM: the step's processes go first
             _kill_group(process)
             raise
@@ -129,11 +130,9 @@ class LocalShell(Duplex):
         self._selector.register(self._process.stderr, selectors.EVENT_READ, STDERR)
 
     def send(self, data: bytes) -> None:
-        try:
+        with contextlib.suppress(BrokenPipeError):  # the shell is gone: receive() says so
             self._process.stdin.write(data)
             self._process.stdin.flush()
-        except BrokenPipeError:
-            pass  # the shell is gone: receive() reports its end
 
     def receive(self, timeout: float | None) -> tuple[int, bytes]:
         while self._selector.get_map():
@@ -263,7 +262,7 @@ class LocalSubstrate(Substrate):
     def _transport(self, handle: LocalHandle) -> Transport:
         if self.transport == "session":
             return ShellSession(lambda: LocalShell(handle), substrate=self.name)
-        return LocalExec(handle)
+        return LocalExec(handle, substrate=self.name)
 
     def destroy(self, handle: LocalHandle) -> None:
         handle.leftovers.kill()
