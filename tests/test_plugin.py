@@ -625,7 +625,8 @@ def test_xdist_over_2000_fast_rollouts_counts_what_a_serial_run_counts(pytester)
     parallel = pytester.runpytest(*common, "-p", "xdist", "-n", "2", "--rollout-json=xdist.json")
     for result in (serial, parallel):
         result.assert_outcomes(passed=2000)
-        result.stdout.fnmatch_lines(["records kept on reports: 0", "local *2000*0*"])
+        result.stdout.fnmatch_lines(["records kept on reports: 0"])
+        result.stdout.fnmatch_lines(["local *2000*0*"])
     one, other = report_of(pytester, "serial.json"), report_of(pytester, "xdist.json")
     assert rollout_keys(one) == rollout_keys(other) and len(one["rollouts"]) == 2000
     counts = ("rollouts", "failures", "failure_reasons")
