@@ -21,6 +21,7 @@ from tabulate import tabulate
 
 from .errors import ConfigError, RolloutTaxError
 from .projection import Scale
+from .record import step_walls
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
@@ -225,7 +226,7 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
             if rollout.get(f"{metric}_s") is not None:
                 into[metric].append(rollout[f"{metric}_s"])
         into["action"] += rollout.get("action_probes_s", [])
-        into["step"] += [step["wall_s"] for step in rollout.get("steps", [])]
+        into["step"] += step_walls(rollout.get("steps"))
     return {
         name: Side(
             stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},

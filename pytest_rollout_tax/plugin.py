@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 import pytest
 
 from . import __version__, compare
+from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import CredentialsMissing, RolloutTaxError
 from .machine import commit_info, machine_info
@@ -24,7 +25,7 @@ from .report import check_json_path, render_summary, write_json
 from .sandbox import Sandbox
 from .session import SubstratePool
 from .substrate import Substrate, new_id
-from .summary import build_report
+from .summary import for_saving, summarize
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
@@ -60,6 +61,10 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "agent think time per step added to projected worker-hours (default 0)", "string", "0"),
     ("--rollout-json", {"metavar": "PATH"},
      "write the full report (schema rollout-tax/1) to PATH", "string", None),
+    ("--rollout-json-steps", {"metavar": "all|none"},
+     "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
+     "or none (a smaller file; saved runs still keep step times for the gate); default all",
+     "string", "all"),
     ("--rollout-save", {"metavar": "NAME"},
      "save this run as STORAGE/NAME.json for later comparison", "string", None),
     ("--rollout-autosave", {"action": "store_true", "default": None},
@@ -124,6 +129,8 @@ class Settings:
     probes: int
     scale: Scale
     json_path: str | None
+    #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
+    json_steps: str
     gate: compare.Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
@@ -139,6 +146,9 @@ class Settings:
             json_path = _option(config, "--rollout-json")
             if json_path:
                 check_json_path(json_path)
+            json_steps = str(_option(config, "--rollout-json-steps"))
+            if json_steps not in STEP_CHOICES:
+                raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
             think = _number(config, "--rollout-think-time", float, 0)
             scale = Scale.parse(str(_option(config, "--rollout-project")), think)
             gate = compare.Gate.from_options(
@@ -158,6 +168,7 @@ class Settings:
             probes=_number(config, "--rollout-probes", int, 0),
             scale=scale,
             json_path=json_path,
+            json_steps=json_steps,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
         )
@@ -231,7 +242,8 @@ class RolloutTaxPlugin:
         self.config = config
         self.settings = settings
         self.pool = pool
-        self.rollouts: list[Rollout] = []  # finished, from teardown reports (this or a worker's)
+        # finished rollouts, from teardown reports (this process's or a worker's)
+        self.aggregate = Aggregate(STEP_CHOICES[settings.json_steps] or GATE_COLUMNS)
         self.running: list[Rollout] = []  # started in this process, not yet torn down
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
@@ -370,7 +382,8 @@ class RolloutTaxPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         record = getattr(report, REPORT_ATTRIBUTE, None)
         if record is not None and not self.is_worker:
-            self.rollouts.append(Rollout.from_dict(record))
+            self.aggregate.add(record)
+            delattr(report, REPORT_ATTRIBUTE)  # the terminal reporter keeps every report
 
     # -- the end of the session ------------------------------------------------------------
 
@@ -386,15 +399,17 @@ class RolloutTaxPlugin:
         self.pool.close()
         for rollout in self.running:  # the session was interrupted while these ran
             rollout.outcome = "interrupted"
-        self.rollouts += self.running
-        if self.is_worker or not self.rollouts:
+        for rollout in self.running:
+            self.aggregate.add(rollout.to_dict())
+        if self.is_worker or not self.aggregate:
             return
-        report = build_report(
-            self.rollouts,
+        report = summarize(
+            self.aggregate,
             self.settings.scale,
             plugin_version=__version__,
             machine=machine_info(),
             commit=commit_info(self.config.rootpath),
+            steps=self.settings.json_steps,
         )
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
@@ -408,7 +423,7 @@ class RolloutTaxPlugin:
             else:
                 self.summary_lines.append(f"report written to {path}")
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
-        verdict = self.settings.gate.finish(report, save=not interrupted)
+        verdict = self.settings.gate.finish(for_saving(report), save=not interrupted)
         self.summary_lines += verdict.summary
         self.regression_lines = verdict.regression
         if verdict.failed and session.exitstatus == pytest.ExitCode.OK:

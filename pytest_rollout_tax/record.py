@@ -1,16 +1,19 @@
-"""Records of what one rollout did and how long each part took; JSON (de)serialization."""
+"""Records of what one rollout did and how long each part took; their report form."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
 #: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
+#: The per-step columns of a rollout's ``steps`` object in the report, in order.
+STEP_COLUMNS = ("kind", "wall_s", "exit_code")
 
 
 @dataclass
@@ -55,14 +58,60 @@ class Rollout:
         if self.error is None:
             self.error = reason
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        """The report's ``rollouts[]`` item: steps as columns; also what xdist ships."""
+        return {
+            "test": self.test,
+            "substrate": self.substrate,
+            "kind": self.kind,
+            "transport": self.transport,
+            "round": self.round,
+            "planned_steps": self.planned_steps,
+            "outcome": self.outcome,
+            "cold_start_s": self.cold_start_s,
+            "phases": dict(self.phases),
+            "teardown_s": self.teardown_s,
+            "trajectory_s": self.trajectory_s,
+            "steps": step_columns(self.steps),
+            "action_probes_s": list(self.action_probes_s),
+            "error": self.error,
+            "price_per_hour": self.price_per_hour,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict) -> Rollout:
+    def from_dict(cls, data: dict[str, Any]) -> Rollout:
+        """The record of a ``rollouts[]`` item, its steps in either shape (columns or a list)."""
         fields = dict(data)
-        fields["steps"] = [Step(**step) for step in fields.get("steps", [])]
+        fields["steps"] = list(steps_of(fields.get("steps")))
         return cls(**fields)
+
+
+def step_columns(steps: Iterable[Step]) -> dict[str, list]:
+    """Steps as the report stores them: one list per field, ``{"kind": [...], ...}``."""
+    steps = list(steps)
+    return {
+        "kind": [step.kind for step in steps],
+        "wall_s": [step.wall_s for step in steps],
+        "exit_code": [step.exit_code for step in steps],
+    }
+
+
+def steps_of(stored: dict | list | None) -> Iterable[Step]:
+    """The steps of a stored rollout: columns (this version) or a list of objects (older)."""
+    if not stored:
+        return []
+    if isinstance(stored, list):
+        return [Step(**step) for step in stored]
+    return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
+
+
+def step_walls(stored: dict | list | None) -> list[float]:
+    """The wall times of a stored rollout's steps, in either shape."""
+    if not stored:
+        return []
+    if isinstance(stored, list):
+        return [step["wall_s"] for step in stored]
+    return list(stored.get("wall_s", []))
 
 
 class PhaseClock:

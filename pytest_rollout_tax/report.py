@@ -8,7 +8,9 @@ import os
 import stat
 import tempfile
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from tabulate import tabulate
 
@@ -227,8 +229,28 @@ def check_json_path(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+#: Bytes written to a report file at a time.
+BUFFER = 1 << 20
+_ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def stream_json(handle: TextIO, data: dict) -> None:
+    """Write ``data`` as compact JSON, each item of a top-level list encoded on its own."""
+    handle.write("{")
+    for index, (key, value) in enumerate(data.items()):
+        handle.write(("," if index else "") + _ENCODE(key) + ":")
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            handle.write("[")
+            for position, item in enumerate(value):
+                handle.write(("," if position else "") + _ENCODE(item))
+            handle.write("]")
+        else:
+            handle.write(_ENCODE(value))
+    handle.write("}")
+
+
 def write_json(path: str | os.PathLike[str], data: dict) -> Path:
-    """Write ``data`` as JSON atomically to ``path`` (through a symlink, to its target).
+    """Write ``data`` as compact JSON atomically to ``path`` (through a symlink, to its target).
 
     A crash never leaves a half-written file; the file's mode is 0666 less the umask.
     """
@@ -236,9 +258,9 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        with os.fdopen(descriptor, "w", encoding="utf-8", buffering=BUFFER) as handle:
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-            json.dump(data, handle, indent=2, allow_nan=False)
+            stream_json(handle, data)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())

@@ -289,10 +289,17 @@ def _validate_rollout(rollout: Any, where: str) -> None:
         raise ValueError(f"{where}.action_probes_s: expected a list")
     for value in probes:
         _number(value, f"{where}.action_probes_s")
-    steps = rollout.get("steps", [])
+    steps = rollout.get("steps") or []
+    if isinstance(steps, dict):  # columns (this version)
+        walls = steps.get("wall_s", [])
+        if not isinstance(walls, list):
+            raise ValueError(f"{where}.steps.wall_s: expected a list")
+        for value in walls:
+            _number(value, f"{where}.steps.wall_s")
+        return
     if not isinstance(steps, list):
-        raise ValueError(f"{where}.steps: expected a list")
-    for index, step in enumerate(steps):
+        raise ValueError(f"{where}.steps: expected columns or a list")
+    for index, step in enumerate(steps):  # a list of objects (before columns)
         if not isinstance(step, dict):
             raise ValueError(f"{where}.steps[{index}]: expected an object")
         _number(step.get("wall_s"), f"{where}.steps[{index}].wall_s")

@@ -7,40 +7,38 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable
 
+from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .projection import Scale, spread, tax_hours, worker_hours
-from .record import Rollout
+from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
 from .stats import Stats
 
 SCHEMA = "rollout-tax/1"
 
 
-def summarize_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
-    """One ``substrates[NAME]`` entry of the report."""
-    cold = Stats.of(r.cold_start_s for r in rollouts if r.cold_start_s is not None)
-    action = Stats.of(s for r in rollouts for s in r.action_probes_s)
-    step = Stats.of(s.wall_s for r in rollouts for s in r.steps)
-    teardown = Stats.of(r.teardown_s for r in rollouts if r.teardown_s is not None)
-    trajectory = Stats.of(r.trajectory_s for r in rollouts if r.trajectory_s is not None)
-    phase_names = dict.fromkeys(name for r in rollouts for name in r.phases)
-    failed = [r for r in rollouts if r.failed]
+def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict:
+    """One ``substrates[NAME]`` entry of the report, from its rows in report order."""
+    cold = Stats.of(samples.cold_start)
+    action = Stats.of(samples.action)
+    step = Stats.of(samples.step)
+    teardown = Stats.of(samples.teardown)
     hours = project_worker_hours(scale, cold, step, teardown)
-    prices = [r.price_per_hour for r in rollouts if r.price_per_hour is not None]
+    records = [row.fields for row in rows]
+    phase_names = dict.fromkeys(name for r in records for name in r["phases"])
+    failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
+    prices = [r["price_per_hour"] for r in records if r["price_per_hour"] is not None]
     price = prices[-1] if prices else None
     entry = {
-        "kind": _most_common(r.kind for r in rollouts),
-        "transport": _most_common(r.transport for r in rollouts),
-        "rollouts": len(rollouts),
-        "failures": len(failed),
-        "failure_reasons": dict(Counter(r.error or r.outcome for r in failed).most_common()),
+        "kind": _most_common(r["kind"] for r in records),
+        "transport": _most_common(r["transport"] for r in records),
+        "rollouts": samples.rollouts,
+        "failures": samples.failures,
+        "failure_reasons": dict(Counter(r["error"] or r["outcome"] for r in failed).most_common()),
         "cold_start": _dict(cold),
         "action": _dict(action),
         "step": _dict(step),
         "teardown": _dict(teardown),
-        "trajectory": _dict(trajectory),
-        "phases": {
-            name: _dict(Stats.of(r.phases[name] for r in rollouts if name in r.phases))
-            for name in phase_names
-        },
+        "trajectory": _dict(Stats.of(samples.trajectory)),
+        "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
     }
@@ -93,14 +91,39 @@ def build_report(
     machine: dict,
     commit: dict | None,
 ) -> dict:
-    """The whole report: per-substrate summaries, the spread, and every rollout's raw samples."""
-    recorded = sorted(rollouts, key=lambda r: (r.substrate, r.test, r.round))
+    """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
+    report = summarize(
+        Aggregate.of(rollouts),
+        scale,
+        plugin_version=plugin_version,
+        machine=machine,
+        commit=commit,
+    )
+    return {**report, "rollouts": list(report["rollouts"])}
+
+
+def summarize(
+    aggregate: Aggregate,
+    scale: Scale,
+    *,
+    plugin_version: str,
+    machine: dict,
+    commit: dict | None,
+    steps: str = "all",
+) -> dict:
+    """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
+
+    ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
+    step columns its items carry.
+    """
+    recorded = aggregate.sorted_rows()
     scale = resolve_steps(scale, recorded)
-    by_substrate: dict[str, list[Rollout]] = {}
-    for rollout in recorded:
-        by_substrate.setdefault(rollout.substrate, []).append(rollout)
+    by_substrate: dict[str, list[Row]] = {}
+    for row in recorded:
+        by_substrate.setdefault(row.fields["substrate"], []).append(row)
     substrates = {
-        name: summarize_substrate(group, scale) for name, group in sorted(by_substrate.items())
+        name: summarize_substrate(group, aggregate.samples[name], scale)
+        for name, group in sorted(by_substrate.items())
     }
     return {
         "schema": SCHEMA,
@@ -115,18 +138,29 @@ def build_report(
         },
         "substrates": substrates,
         "spread": spread_of(substrates),
-        "rollouts": [r.to_dict() for r in recorded],
+        "rollouts": RolloutRows(recorded, STEP_CHOICES[steps]),
     }
 
 
-def resolve_steps(scale: Scale, rollouts: list[Rollout]) -> Scale:
+def for_saving(report: dict) -> dict:
+    """``report`` as a saved run keeps it: step wall times at least, for the gate's noise test."""
+    rows = report["rollouts"]
+    columns = dict.fromkeys((*GATE_COLUMNS, *rows.columns))
+    return {**report, "rollouts": rows.keeping([c for c in STEP_COLUMNS if c in columns])}
+
+
+def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
     """``scale`` with its steps fixed: when unset, the mean declared (or observed) length.
 
     Rollouts whose sandbox never started made no steps and say nothing about the length.
     """
     if scale.steps is not None:
         return scale
-    lengths = [r.planned_steps or len(r.steps) for r in rollouts if r.cold_start_s is not None]
+    lengths = [
+        r.fields["planned_steps"] or len(r.wall_s)
+        for r in rows
+        if r.fields["cold_start_s"] is not None
+    ]
     steps = max(1, round(sum(lengths) / len(lengths))) if lengths else Scale.steps
     return dataclasses.replace(scale, steps=steps)
 

@@ -335,3 +335,26 @@ def test_python_dash_m(runs: Path) -> None:
     assert same.returncode == 0
     bad = run("compare", "base", "slow", "--fail", "step.p50:10")
     assert bad.returncode == 4 and bad.stderr.count("\n") == 1 and bad.stdout == ""
+
+
+def test_runs_saved_in_the_old_shape_still_compare_list_and_project(runs: Path) -> None:
+    """A run saved before steps were columns: steps a list of objects, indented."""
+    data = make_report(10)
+    for item in data["rollouts"]:
+        columns = item["steps"]
+        item["steps"] = [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)
+        ]
+    (runs / "old.json").write_text(json.dumps(data, indent=2))
+    (runs / "new-slow.json").write_text(json.dumps(make_report(10)))
+    fail = ("--fail", "step.p50:15%", "--fail", "cold_start.p95:15%")
+    status, out, _ = cli("compare", "base", "old", *fail)
+    assert status == 1 and "FAILED local step.p50" in out
+    assert out.replace("old.json", "new-slow.json") == cli("compare", "base", "new-slow", *fail)[1]
+    assert cli("compare", "old", "base", *fail)[0] == 0
+    status, out, _ = cli("list")
+    assert status == 0 and "old.json" in out and "unusable" not in out
+    status, out, _ = cli("project", "old", "--steps", "10", "--json", "old-10.json")
+    assert status == 0 and "report written to old-10.json" in out
+    assert cli("compare", "old-10.json", "slow", *fail)[0] == 0

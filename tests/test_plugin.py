@@ -130,7 +130,8 @@ def test_summary_and_json_report(suite):
     assert len(report["rollouts"]) == 4
     one = report["rollouts"][0]
     assert one["outcome"] == "passed" and one["round"] in (1, 2)
-    assert [s["exit_code"] for s in one["steps"]] == [0, 0, 0]
+    assert one["steps"]["exit_code"] == [0, 0, 0]
+    assert one["steps"]["kind"] == ["exec"] * 3 and len(one["steps"]["wall_s"]) == 3
     assert set(one["phases"]) == {"create", "first_exec"}
 
 
@@ -452,7 +453,7 @@ def test_sessions_without_workloads_print_no_summary(pytester):
 
 def rollout_keys(report):
     return sorted(
-        (r["test"], r["substrate"], r["round"], r["outcome"], len(r["steps"]))
+        (r["test"], r["substrate"], r["round"], r["outcome"], len(r["steps"]["wall_s"]))
         for r in report["rollouts"]
     )
 
@@ -481,7 +482,7 @@ def test_the_readme_workload_passes(pytester, workers):
     result.assert_outcomes(passed=3)
     rollouts = report_of(pytester)["rollouts"]
     assert len(rollouts) == 3
-    assert sorted(len(r["steps"]) for r in rollouts) == [1, 150, 150]
+    assert sorted(len(r["steps"]["wall_s"]) for r in rollouts) == [1, 150, 150]
 
 
 def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester):
@@ -597,3 +598,61 @@ def test_a_crashed_xdist_worker_loses_only_the_rollout_it_was_running(pytester):
     result.assert_outcomes(passed=6, failed=1)
     tests = sorted(r["test"].split("::")[1] for r in report_of(pytester)["rollouts"])
     assert tests == sorted(f"test_fine[local-1-{n}]" for n in range(6))
+
+
+FAST_WORKLOAD = """
+import pytest
+
+@pytest.mark.trajectory(steps=1, rounds=1000)
+@pytest.mark.parametrize("n", [1, 2])
+def test_fast(sandbox, n):
+    pass
+"""
+
+KEPT_RECORDS = """
+def pytest_terminal_summary(terminalreporter):
+    reports = [r for kind in terminalreporter.stats.values() for r in kind]
+    kept = [r for r in reports if getattr(r, "rollout_tax", None) is not None]
+    terminalreporter.write_line(f"records kept on reports: {len(kept)}")
+"""
+
+
+def test_xdist_over_2000_fast_rollouts_counts_what_a_serial_run_counts(pytester):
+    pytester.makepyfile(test_fast=FAST_WORKLOAD)
+    pytester.makeconftest(KEPT_RECORDS)
+    common = ("--rollout-probes=0", "-p", "no:cacheprovider")
+    serial = pytester.runpytest(*common, "--rollout-json=serial.json")
+    parallel = pytester.runpytest(*common, "-p", "xdist", "-n", "2", "--rollout-json=xdist.json")
+    for result in (serial, parallel):
+        result.assert_outcomes(passed=2000)
+        result.stdout.fnmatch_lines(["records kept on reports: 0"])
+        result.stdout.fnmatch_lines(["local *2000*0*"])
+    one, other = report_of(pytester, "serial.json"), report_of(pytester, "xdist.json")
+    assert rollout_keys(one) == rollout_keys(other) and len(one["rollouts"]) == 2000
+    counts = ("rollouts", "failures", "failure_reasons")
+    assert [one["substrates"]["local"][c] for c in counts] == [
+        other["substrates"]["local"][c] for c in counts
+    ]
+    for metric in ("cold_start", "teardown", "trajectory"):
+        assert one["substrates"]["local"][metric]["n"] == other["substrates"]["local"][metric]["n"]
+
+
+def test_json_steps_none_keeps_step_times_in_saved_runs_only(suite):
+    suite.makeini("[pytest]\nrollout_json_steps = none\n")
+    result = suite.runpytest("--rollout-json=report.json", "--rollout-save=main")
+    result.assert_outcomes(passed=2)
+    assert all("steps" not in r for r in report_of(suite)["rollouts"])
+    saved = report_of(suite, ".rollout-tax/main.json")
+    assert [r["steps"] for r in saved["rollouts"]] == [{"wall_s": r["steps"]["wall_s"]}
+                                                      for r in saved["rollouts"]]  # fmt: skip
+    assert all(len(r["steps"]["wall_s"]) == 3 for r in saved["rollouts"])
+    suite.runpytest("--rollout-json-steps=all", "--rollout-json=report.json").assert_outcomes(
+        passed=2
+    )
+    assert set(report_of(suite)["rollouts"][0]["steps"]) == {"kind", "wall_s", "exit_code"}
+
+
+def test_a_bad_json_steps_choice_is_a_usage_error(suite):
+    result = suite.runpytest("--rollout-json-steps=some")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rollout-json-steps='some': expected all or none*"])

@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_rollout_tax.record import PhaseClock, Rollout, Step
+from pytest_rollout_tax.record import PhaseClock, Rollout, Step, step_walls
 
 
 def test_rollout_round_trips_through_its_dict():
@@ -38,3 +38,21 @@ def test_cold_start_excludes_phases_marked_out_of_it():
     assert list(phases) == ["pull", "create", "first_exec"]
     assert clock.cold_start() == phases["create"] + phases["first_exec"]
     assert clock.cold_start() + phases["pull"] == pytest.approx(sum(phases.values()))
+
+
+def test_steps_travel_as_columns_and_old_lists_still_read():
+    rollout = Rollout(substrate="local", steps=[Step("exec", 0.01, 0), Step("read_file", 0.002)])
+    data = rollout.to_dict()
+    assert data["steps"] == {
+        "kind": ["exec", "read_file"],
+        "wall_s": [0.01, 0.002],
+        "exit_code": [0, None],
+    }
+    old_steps = [
+        {"kind": "exec", "wall_s": 0.01, "exit_code": 0},
+        {"kind": "read_file", "wall_s": 0.002, "exit_code": None},
+    ]
+    old = {**data, "steps": old_steps}
+    assert Rollout.from_dict(old) == Rollout.from_dict(data) == rollout
+    assert step_walls(old["steps"]) == step_walls(data["steps"]) == [0.01, 0.002]
+    assert step_walls(None) == [] and step_walls({"wall_s": [1.0]}) == [1.0]

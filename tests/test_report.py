@@ -3,6 +3,7 @@ import os
 import re
 import socket
 import stat
+from collections.abc import Sequence
 from contextlib import contextmanager
 
 import pytest
@@ -230,3 +231,23 @@ def test_without_proc_the_umask_is_read_by_a_round_trip(monkeypatch):
     with umask(0o037):
         assert current_umask() == 0o037
         assert os.umask(0o037) == 0o037  # and it is left as it was
+
+
+def test_write_json_is_compact_and_streams_long_lists_item_by_item(tmp_path):
+    class Items(Sequence):
+        """A list made on demand, as the report's rollouts[] is."""
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, index):
+            if index >= 3:
+                raise IndexError(index)
+            return {"i": index, "x": [0.5]}
+
+    path = write_json(tmp_path / "r.json", {"a": 1, "rows": Items(), "b": {"c": None}})
+    text = path.read_text()
+    assert (
+        text == '{"a":1,"rows":[{"i":0,"x":[0.5]},{"i":1,"x":[0.5]},{"i":2,"x":[0.5]}],'
+        '"b":{"c":null}}\n'
+    )

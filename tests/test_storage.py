@@ -41,9 +41,10 @@ def sample_report(commit: dict | None = None) -> dict:
         )
         for i in range(1, 4)
     ]
-    return build_report(
+    report = build_report(
         rollouts, Scale(), plugin_version="test", machine={"cpu_count": 1}, commit=commit
     )
+    return {**report, "rollouts": list(report["rollouts"])}
 
 
 @pytest.fixture
@@ -77,11 +78,11 @@ def test_save_is_atomic(storage: Storage, monkeypatch) -> None:
     path = storage.save("main", sample_report())
     before = path.read_text()
 
-    def crash(data, handle, **kwargs):
+    def crash(handle, data):
         handle.write('{"schema": "rollout-tax/1", "substr')
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(report_module.json, "dump", crash)
+    monkeypatch.setattr(report_module, "stream_json", crash)
     with pytest.raises(KeyboardInterrupt):
         storage.save("main", sample_report())
     assert path.read_text() == before
@@ -285,8 +286,18 @@ BAD_FILES = [
     ),
     (
         "bad step",
-        _broken(lambda d: d["rollouts"][0]["steps"][0].pop("wall_s")),
+        _broken(lambda d: d["rollouts"][0]["steps"]["wall_s"].__setitem__(0, None)),
+        "rollouts[0].steps.wall_s: expected a number, got null",
+    ),
+    (
+        "bad step of the old shape",
+        _broken(lambda d: d["rollouts"][0].update(steps=[{"kind": "exec"}])),
         "rollouts[0].steps[0].wall_s: expected a number, got null",
+    ),
+    (
+        "bad steps",
+        _broken(lambda d: d["rollouts"][0].update(steps="fast")),
+        "rollouts[0].steps: expected columns or a list",
     ),
     (
         "bad rollouts",
@@ -333,3 +344,18 @@ def test_load_accepts_a_report_without_raw_samples(tmp_path: Path) -> None:
     path = tmp_path / "summary-only.json"
     path.write_text(json.dumps(data))
     assert load(path).report == data
+
+
+def test_a_run_saved_with_steps_as_a_list_of_objects_still_loads(tmp_path: Path) -> None:
+    data = sample_report()
+    for item in data["rollouts"]:
+        columns = item["steps"]
+        item["steps"] = [
+            dict(zip(columns, values, strict=True))
+            for values in zip(*columns.values(), strict=True)
+        ]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data, indent=2))
+    assert load(path).report["rollouts"][0]["steps"] == [
+        {"kind": "exec", "wall_s": 0.001, "exit_code": 0}
+    ]

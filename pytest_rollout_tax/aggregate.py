@@ -1,0 +1,124 @@
+"""Rollout records gathered as they arrive: samples per substrate in compact arrays."""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
+
+#: Step columns a saved run keeps whatever the report keeps: the gate's noise test reads them.
+GATE_COLUMNS = ("wall_s",)
+#: ``--rollout-json-steps``: the step columns each choice keeps.
+STEP_CHOICES = {"all": STEP_COLUMNS, "none": ()}
+
+
+def _samples() -> array:
+    return array("d")
+
+
+@dataclass
+class Samples:
+    """One substrate's samples of every metric, appended as its rollouts arrive."""
+
+    rollouts: int = 0
+    failures: int = 0
+    cold_start: array = field(default_factory=_samples)
+    action: array = field(default_factory=_samples)
+    step: array = field(default_factory=_samples)
+    teardown: array = field(default_factory=_samples)
+    trajectory: array = field(default_factory=_samples)
+    phases: dict[str, array] = field(default_factory=dict)
+
+    def add(self, record: dict[str, Any], walls: array) -> None:
+        """Count ``record`` (a ``Rollout.to_dict()``) and append its samples."""
+        self.rollouts += 1
+        self.failures += record["outcome"] in FAILED_OUTCOMES
+        for metric in ("cold_start", "teardown", "trajectory"):
+            if (value := record[f"{metric}_s"]) is not None:
+                getattr(self, metric).append(value)
+        self.action.extend(record["action_probes_s"])
+        self.step.extend(walls)
+        for name, value in record["phases"].items():
+            self.phases.setdefault(name, _samples()).append(value)
+
+
+@dataclass
+class Row:
+    """One rollout as the controller keeps it: its fields, and its steps as columns."""
+
+    fields: dict[str, Any]
+    wall_s: array
+    kind: list[str] | None = None
+    exit_code: list[int | None] | None = None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.fields["substrate"], self.fields["test"], self.fields["round"])
+
+    def to_dict(self, columns: Sequence[str]) -> dict[str, Any]:
+        """The report's ``rollouts[]`` item with the step columns ``columns`` (none: no steps)."""
+        data = dict(self.fields)
+        kept = [name for name in columns if getattr(self, name) is not None]
+        if kept:
+            data["steps"] = {name: list(getattr(self, name)) for name in kept}
+        return data
+
+
+class Aggregate:
+    """Every rollout of a session: per-substrate samples and the rows of ``rollouts[]``."""
+
+    def __init__(self, columns: Sequence[str] = STEP_COLUMNS) -> None:
+        self.columns = tuple(columns)
+        self.samples: dict[str, Samples] = {}
+        self.rows: list[Row] = []
+
+    @classmethod
+    def of(cls, rollouts: Iterable[Rollout], columns: Sequence[str] = STEP_COLUMNS) -> Aggregate:
+        aggregate = cls(columns)
+        for rollout in rollouts:
+            aggregate.add(rollout.to_dict())
+        return aggregate
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Take one ``Rollout.to_dict()`` record (from this process or an xdist worker)."""
+        fields = dict(record)
+        steps = fields.pop("steps", None) or {}
+        walls = array("d", steps.get("wall_s", ()))
+        row = Row(fields, walls)
+        if "kind" in self.columns:
+            row.kind = [sys.intern(kind) for kind in steps.get("kind", ())]
+            row.exit_code = list(steps.get("exit_code", ()))
+        self.rows.append(row)
+        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls)
+
+    def sorted_rows(self) -> list[Row]:
+        """The rows in report order: by substrate, test and round."""
+        return sorted(self.rows, key=lambda row: row.key)
+
+
+class RolloutRows(Sequence):
+    """The report's ``rollouts[]``: items made on demand, so no copy of every step is kept."""
+
+    def __init__(self, rows: list[Row], columns: Sequence[str]) -> None:
+        self.rows = rows
+        self.columns = tuple(columns)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:  # type: ignore[override]
+        return self.rows[index].to_dict(self.columns)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (row.to_dict(self.columns) for row in self.rows)
+
+    def keeping(self, columns: Sequence[str]) -> RolloutRows:
+        """The same rows with other step columns."""
+        return RolloutRows(self.rows, columns)
