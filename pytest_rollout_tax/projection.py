@@ -1,4 +1,4 @@
-"""Worker-hour projection and the spread between substrates (DESIGN.md, "Projection")."""
+"""Worker-hour projection and the spread between substrates (README, "The projection")."""
 
 from __future__ import annotations
 

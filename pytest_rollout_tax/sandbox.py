@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from . import contract
 from .errors import SandboxError
 from .record import Rollout, Step, StepKind
-from .transport import NOOP, Transport, one_line
+from .transport import NOOP, Transport
 
 if TYPE_CHECKING:
     from .substrate import Handle, Substrate
@@ -126,10 +126,7 @@ class Sandbox:
             )
             samples.append(time.perf_counter() - started)
             if result.exit_code != 0:
-                raise SandboxError(
-                    f"the no-op probe exited {result.exit_code}: "
-                    f"{one_line(result.stderr.decode('utf-8', 'replace'), 160) or 'no output'}"
-                )
+                raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
         self.rollout.action_probes_s.extend(samples)
         return samples
 

@@ -22,7 +22,7 @@ from .errors import ConfigError, RolloutTaxError, SandboxStartError
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Sandbox
-from .transport import NOOP, Transport, one_line
+from .transport import NOOP, Transport
 
 SESSION_LABEL = "rollout-tax.io/session"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
@@ -158,9 +158,8 @@ class Substrate(ABC):
             sandbox.transport.open(clock)
             first = sandbox.transport.run(list(NOOP), timeout=timeout, env=None, cwd=handle.workdir)
             if first.exit_code != 0:
-                reason = one_line(first.stderr.decode("utf-8", "replace"), 160) or "no output"
                 raise SandboxStartError(
-                    f"{self.name}: the first no-op exec exited {first.exit_code}: {reason}"
+                    f"{self.name}: the first no-op exec exited {first.exit_code}: {first.reason()}"
                 )
             clock.mark("first_exec")
             rollout.cold_start_s = clock.cold_start()

@@ -1,4 +1,4 @@
-"""Aggregate rollout records into the ``rollout-tax/1`` report (DESIGN.md, "JSON report")."""
+"""Aggregate rollout records into the ``rollout-tax/1`` report (README, "The JSON report")."""
 
 from __future__ import annotations
 

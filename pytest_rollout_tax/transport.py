@@ -35,6 +35,10 @@ class RawResult:
     stdout: bytes
     stderr: bytes
 
+    def reason(self) -> str:
+        """Its stderr on one line, for an error message."""
+        return one_line(self.stderr.decode("utf-8", "replace"), 160) or "no output"
+
 
 class Transport(ABC):
     """How steps reach one live sandbox: run a command, write and read files.

@@ -8,6 +8,7 @@ Fixture names avoid ``sandbox``/``substrate``/``rollout``: those are the plugin'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker.errors as docker_errors
 import pytest
 import requests.exceptions
 from support.docker_engine import session_shell
@@ -734,16 +736,20 @@ def test_reaping_needs_no_image(sandbox_image, tmp_path, docker_client):
         init=True,
         detach=True,
     )
-    code, output = run_pytest(
-        tmp_path,
-        "--rollout-reap",
-        "--substrate=docker",
-        "--substrate-opt=docker.image=rollout-tax/missing:nope",
-        "--substrate-opt=docker.pull=missing",
-    )
-    assert code == 0, output
-    assert "rollout-tax: docker: removed" in output and "missing" not in output
-    assert not docker_client.containers.list(all=True, filters={"id": leftover.id})
+    try:
+        code, output = run_pytest(
+            tmp_path,
+            "--rollout-reap",
+            "--substrate=docker",
+            "--substrate-opt=docker.image=rollout-tax/missing:nope",
+            "--substrate-opt=docker.pull=missing",
+        )
+        assert code == 0, output
+        assert "rollout-tax: docker: removed" in output and "missing" not in output
+        assert not docker_client.containers.list(all=True, filters={"id": leftover.id})
+    finally:  # a failed assertion must not leave the container behind
+        with contextlib.suppress(docker_errors.NotFound):
+            leftover.remove(force=True)
 
 
 def test_an_invalid_option_value_is_a_usage_error_before_any_rollout(tmp_path):

@@ -34,7 +34,7 @@ from pytest_rollout_tax.substrate import ROLLOUT_LABEL, SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates.e2b import E2BCommands, E2BSubstrate
 
 EXAMPLE_SUITE = Path(__file__).resolve().parent.parent / "example_suite"
-#: The workload of the core issue (DESIGN.md, "How a user sees it").
+#: A small bug-fix loop of 150 planned steps, five rounds, as a user would first write it.
 USER_WORKLOAD = """
 import pytest
 

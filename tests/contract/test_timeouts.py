@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -14,7 +15,8 @@ INVALID = [math.nan, math.inf, -math.inf, 0, 0.0, -1, True, "1"]
 def test_a_step_past_its_timeout_is_killed_with_its_children_and_the_sandbox_stays_usable(
     box, space
 ):
-    with pytest.raises(StepTimeout, match="timeout"):
+    message = rf"^{re.escape(box.substrate.name)}: step ran past its 1 s timeout; "
+    with pytest.raises(StepTimeout, match=message):
         box.exec(f"sleep 300 & echo $! > {space}/pid; wait", timeout=1)
     pid = box.read_file(f"{space}/pid").strip()
     # the background child of the step went with it (a zombie counts as gone)

@@ -53,7 +53,6 @@ from urllib.parse import parse_qsl, unquote
 import docker
 import docker.errors
 import pytest
-import requests
 from aiohttp import web
 from connectrpc.code import Code
 from connectrpc.errors import ConnectError
@@ -65,6 +64,7 @@ from e2b.envd.process import process_connect, process_pb
 from protobuf import Oneof
 
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
+from pytest_rollout_tax.substrates.docker.archive import put_archive
 
 #: The envd version the stand-in claims; the SDK picks protocol features by it.
 ENVD_VERSION = "0.6.4"
@@ -95,19 +95,6 @@ _LAUNCHER = 'cd "$1" 2>/dev/null || { echo nocwd >&2; exit 1; }; shift; echo "$$
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-def _put_archive(container: Any, archive: bytes) -> None:
-    """Extract ``archive`` at ``/`` as envd's open(2) would write: never replacing a directory
-    with a file or a file with a directory (the engine's ``noOverwriteDirNonDir``)."""
-    api = container.client.api
-    url = f"{api.base_url}/v{api.api_version}/containers/{container.id}/archive"
-    params = {"path": "/", "noOverwriteDirNonDir": "true"}
-    response = api.put(url, params=params, data=archive, timeout=api.timeout)
-    try:
-        response.raise_for_status()
-    except requests.exceptions.HTTPError as exc:
-        docker.errors.create_api_error_from_http_exception(exc)  # raises the SDK's APIError
 
 
 def _error(status: int, message: str, **headers: str) -> web.Response:
@@ -497,7 +484,10 @@ class StandInE2B:
                     {"name": posixpath.basename(absolute), "type": "file", "path": absolute}
                 )
         try:
-            await asyncio.to_thread(_put_archive, sandbox.container, buffer.getvalue())
+            # as envd's open(2) writes: never a directory replaced by a file, nor the reverse
+            container = sandbox.container
+            tar = buffer.getvalue()
+            await asyncio.to_thread(put_archive, container.client.api, container.id, "/", tar)
         except docker.errors.APIError as exc:
             return _error(400, f"cannot write {', '.join(p for p, _ in files)}: {exc.explanation}")
         return web.json_response(written)

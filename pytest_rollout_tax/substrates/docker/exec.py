@@ -28,7 +28,6 @@ from .handle import DockerHandle
 
 #: How long past a step's timeout the client waits for the engine before giving up on it.
 BACKSTOP_S = 5.0
-_OCI_FAILED = b"OCI runtime exec failed"
 
 
 class DockerExec(Transport):
@@ -66,14 +65,14 @@ class DockerExec(Transport):
             code = exit_code(handle.api, exec_id)
         if was_timed_out(argv, timeout, code, time.perf_counter() - started):
             raise step_timeout(handle.substrate, timeout)
-        if code == 126 and stdout.startswith(_OCI_FAILED) and not stderr:
+        if code == 126 and not stderr and (failed := not_started(stdout)) is not None:
             # The runtime could not start the command (not found, no such cwd, not executable).
             if wrapped and b'exec: "timeout"' in stdout:
                 raise SandboxError(
                     f"{handle.substrate}: steps with a timeout need the `timeout` command "
                     f"(coreutils or busybox) in image {handle.image}"
                 )
-            return not_started(stdout) or RawResult(code, stdout, stderr)
+            return failed
         return RawResult(code, stdout, stderr)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
