@@ -81,7 +81,7 @@ def assert_no_leftovers(docker_client, log: Path, expected_sandboxes: int) -> No
     [session] = sessions
     left = docker_client.containers.list(all=True, filters={"label": f"{SESSION_LABEL}={session}"})
     assert left == [], [c.name for c in left]
-    existing = {c.id for c in docker_client.containers.list(all=True)}
+    existing = {c.id for c in docker_client.containers.list(all=True, sparse=True)}
     assert not existing & {container for _, container, _ in entries}
 
 

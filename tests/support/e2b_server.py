@@ -248,7 +248,7 @@ class StandInE2B:
             self._thread.join(60)
         if self._docker is not None:
             for container in self._docker.containers.list(
-                all=True, filters={"label": f"{CONTAINER_LABEL}={self.instance_id}"}
+                all=True, sparse=True, filters={"label": f"{CONTAINER_LABEL}={self.instance_id}"}
             ):
                 with contextlib.suppress(docker.errors.APIError):
                     container.remove(force=True)

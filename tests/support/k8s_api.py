@@ -482,7 +482,7 @@ class KubeAPIStandIn:
         """Remove the docker containers made by the server ``owner``."""
         removed = 0
         for container in self.docker.containers.list(
-            all=True, filters={"label": f"{OWNER_LABEL}={owner}"}
+            all=True, sparse=True, filters={"label": f"{OWNER_LABEL}={owner}"}
         ):
             with contextlib.suppress(docker.errors.APIError):
                 container.remove(force=True)
@@ -492,8 +492,9 @@ class KubeAPIStandIn:
     def reap_stale(self) -> int:
         """Remove containers left by stand-ins whose process is gone (a crashed test run)."""
         removed = 0
-        for container in self.docker.containers.list(all=True, filters={"label": OWNER_LABEL}):
-            pid = container.labels.get(PID_LABEL, "")
+        listed = self.docker.containers.list(all=True, sparse=True, filters={"label": OWNER_LABEL})
+        for container in listed:
+            pid = container.attrs["Labels"].get(PID_LABEL, "")
             if pid.isdigit() and not process_alive(int(pid)):
                 with contextlib.suppress(docker.errors.APIError):
                     container.remove(force=True)
