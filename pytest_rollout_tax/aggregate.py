@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
+from .record import FAILED_OUTCOMES, OPTIONAL_STEP_COLUMNS, STEP_COLUMNS, Rollout, step_column
 
 #: Step columns a saved run keeps whatever the report keeps: the gate's noise test reads them.
 GATE_COLUMNS = ("wall_s",)
@@ -31,9 +31,11 @@ class Samples:
     step: array = field(default_factory=_samples)
     teardown: array = field(default_factory=_samples)
     trajectory: array = field(default_factory=_samples)
+    #: The recorded think time of every replayed step that has one.
+    think: array = field(default_factory=_samples)
     phases: dict[str, array] = field(default_factory=dict)
 
-    def add(self, record: dict[str, Any], walls: array) -> None:
+    def add(self, record: dict[str, Any], walls: array, think: Iterable[float | None] = ()) -> None:
         """Count ``record`` (a ``Rollout.to_dict()``) and append its samples."""
         self.rollouts += 1
         self.failures += record["outcome"] in FAILED_OUTCOMES
@@ -42,6 +44,7 @@ class Samples:
                 getattr(self, metric).append(value)
         self.action.extend(record["action_probes_s"])
         self.step.extend(walls)
+        self.think.extend(value for value in think if value is not None)
         for name, value in record["phases"].items():
             self.phases.setdefault(name, _samples()).append(value)
 
@@ -54,6 +57,8 @@ class Row:
     wall_s: array
     kind: list[str] | None = None
     exit_code: list[int | None] | None = None
+    #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have.
+    optional: dict[str, list] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -62,10 +67,16 @@ class Row:
     def to_dict(self, columns: Sequence[str]) -> dict[str, Any]:
         """The report's ``rollouts[]`` item with the step columns ``columns`` (none: no steps)."""
         data = dict(self.fields)
-        kept = [name for name in columns if getattr(self, name) is not None]
+        kept = {name: self._column(name) for name in columns}
+        kept = {name: list(values) for name, values in kept.items() if values is not None}
         if kept:
-            data["steps"] = {name: list(getattr(self, name)) for name in kept}
+            data["steps"] = kept
         return data
+
+    def _column(self, name: str) -> Sequence | None:
+        if name in OPTIONAL_STEP_COLUMNS:
+            return self.optional.get(name)
+        return getattr(self, name)
 
 
 class Aggregate:
@@ -95,8 +106,10 @@ class Aggregate:
         if "kind" in self.columns:
             row.kind = [sys.intern(kind) for kind in steps.get("kind", ())]
             row.exit_code = list(steps.get("exit_code", ()))
+            row.optional = {name: steps[name] for name in OPTIONAL_STEP_COLUMNS if name in steps}
         self.rows.append(row)
-        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls)
+        think = step_column(steps, "think_s")
+        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think)
 
     def sorted_rows(self) -> list[Row]:
         """The rows in report order: by substrate, test and round."""

@@ -234,12 +234,14 @@ def reproject(
         rollouts=rollouts if rollouts is not None else old.rollouts,
         steps=steps if steps is not None else old.steps,
         think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
+        think_time_source="option" if think_time_s is not None else old.think_time_source,
     )
     result = copy.deepcopy(report)
     result["projection"] = {
         "rollouts": scale.rollouts,
         "steps": scale.steps,
         "think_time_s": scale.think_time_s,
+        "think_time_source": scale.think_time_source,
     }
     for entry in result["substrates"].values():
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)

@@ -211,6 +211,8 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
         for metric in ("cold_start", "action", "step", "teardown")
     }
     cold, teardown = stats["cold_start"], stats["teardown"]
+    think = entry.get("think")
+    scale = scale.with_recorded_think(think["mean"] if think else None)
     return (
         project_worker_hours(scale, cold, stats["step"], teardown),
         project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
@@ -239,7 +241,12 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
 
 def scale_of(report: dict) -> Scale:
     projection = report["projection"]
-    return Scale(projection["rollouts"], projection["steps"], projection["think_time_s"])
+    return Scale(
+        projection["rollouts"],
+        projection["steps"],
+        projection["think_time_s"],
+        projection.get("think_time_source", "option"),  # runs saved before it was recorded
+    )
 
 
 # -- the verdict of one check on one substrate ------------------------------------------------

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Literal
+
+#: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
+#: trajectories' recorded think time, or nowhere (0).
+ThinkSource = Literal["option", "recorded", "none"]
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -16,10 +22,13 @@ class Scale:
     #: None: each workload's declared length (marker ``steps``), else the steps it made.
     steps: int | None = 150
     think_time_s: float = 0.0
+    think_time_source: ThinkSource = "option"
 
     @classmethod
-    def parse(cls, text: str, think_time_s: float = 0.0) -> Scale:
-        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``)."""
+    def parse(cls, text: str, think_time_s: float | None = 0.0) -> Scale:
+        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``).
+
+        ``think_time_s`` None: not given, so recorded think time may stand in for it."""
         match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
         try:
             rollouts = float(match.group(1)) if match else -1.0
@@ -31,13 +40,22 @@ class Scale:
                 f"--rollout-project={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
                 "with positive integers, e.g. 1000000x150"
             )
+        if think_time_s is None:
+            return cls(rollouts=int(rollouts), steps=steps, think_time_source="none")
         if not 0 <= think_time_s < float("inf"):
             raise ValueError(f"--rollout-think-time={think_time_s!r}: expected seconds >= 0")
         return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
 
+    def with_recorded_think(self, think_s: float | None) -> Scale:
+        """This scale with a recorded mean think time per step, unless an option set one."""
+        if self.think_time_source == "option" or think_s is None:
+            return self
+        return dataclasses.replace(self, think_time_s=think_s, think_time_source="recorded")
+
 
 def worker_hours(scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float) -> float:
-    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown)``."""
+    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown)``;
+    think is the agent's model time per step, its own term."""
     per_rollout = cold_start_s + scale.steps * (step_s + scale.think_time_s) + teardown_s
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
 

@@ -12,8 +12,12 @@ StepKind = Literal["exec", "write_file", "read_file"]
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
 #: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
-#: The per-step columns of a rollout's ``steps`` object in the report, in order.
-STEP_COLUMNS = ("kind", "wall_s", "exit_code")
+#: The per-step columns every rollout's ``steps`` object has in the report, in order.
+REQUIRED_STEP_COLUMNS = ("kind", "wall_s", "exit_code")
+#: Columns a rollout's ``steps`` has only when one of its steps has a value there.
+OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_s", "recorded_s")
+#: Every per-step column, in order.
+STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 
 
 @dataclass
@@ -23,6 +27,12 @@ class Step:
     kind: StepKind
     wall_s: float
     exit_code: int | None = None
+    #: Bytes of output (stdout and stderr) an exec returned.
+    output_bytes: int | None = None
+    #: A replayed step: the model time that preceded it in the recording (None: unknown).
+    think_s: float | None = None
+    #: A replayed step: how long the recorded command took (None: unknown).
+    recorded_s: float | None = None
 
 
 @dataclass
@@ -48,6 +58,8 @@ class Rollout:
     error: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
+    #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
+    replay: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -76,7 +88,7 @@ class Rollout:
             "action_probes_s": list(self.action_probes_s),
             "error": self.error,
             "price_per_hour": self.price_per_hour,
-        }
+        } | ({"replay": dict(self.replay)} if self.replay is not None else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:
@@ -87,13 +99,15 @@ class Rollout:
 
 
 def step_columns(steps: Iterable[Step]) -> dict[str, list]:
-    """Steps as the report stores them: one list per field, ``{"kind": [...], ...}``."""
+    """Steps as the report stores them: one list per field, ``{"kind": [...], ...}``; an
+    optional column (:data:`OPTIONAL_STEP_COLUMNS`) only when a step has a value in it."""
     steps = list(steps)
-    return {
-        "kind": [step.kind for step in steps],
-        "wall_s": [step.wall_s for step in steps],
-        "exit_code": [step.exit_code for step in steps],
-    }
+    columns = {name: [getattr(step, name) for step in steps] for name in REQUIRED_STEP_COLUMNS}
+    for name in OPTIONAL_STEP_COLUMNS:
+        values = [getattr(step, name) for step in steps]
+        if any(value is not None for value in values):
+            columns[name] = values
+    return columns
 
 
 def steps_of(stored: dict | list | None) -> Iterable[Step]:
@@ -102,7 +116,20 @@ def steps_of(stored: dict | list | None) -> Iterable[Step]:
         return []
     if isinstance(stored, list):
         return [Step(**step) for step in stored]
-    return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
+    count = len(stored["kind"])
+    optional = [stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS]
+    return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"], *optional)
+
+
+def step_column(stored: dict | list | None, name: str) -> list:
+    """One column of a stored rollout's steps, in either shape (None where a step has none)."""
+    if not stored:
+        return []
+    if isinstance(stored, list):
+        return [step.get(name) for step in stored]
+    if name in stored:
+        return list(stored[name])
+    return [None] * len(stored.get("wall_s", ()))
 
 
 def step_walls(stored: dict | list | None) -> list[float]:

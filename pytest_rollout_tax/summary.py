@@ -21,6 +21,8 @@ def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
     teardown = Stats.of(samples.teardown)
+    think = Stats.of(samples.think)
+    scale = scale.with_recorded_think(think.mean if think else None)
     hours = project_worker_hours(scale, cold, step, teardown)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
@@ -38,6 +40,7 @@ def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict
         "step": _dict(step),
         "teardown": _dict(teardown),
         "trajectory": _dict(Stats.of(samples.trajectory)),
+        "think": _dict(think),
         "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
@@ -125,6 +128,8 @@ def summarize(
         name: summarize_substrate(group, aggregate.samples[name], scale)
         for name, group in sorted(by_substrate.items())
     }
+    think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
+    scale = scale.with_recorded_think(think.mean if think else None)
     return {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -135,6 +140,7 @@ def summarize(
             "rollouts": scale.rollouts,
             "steps": scale.steps,
             "think_time_s": scale.think_time_s,
+            "think_time_source": scale.think_time_source,
         },
         "substrates": substrates,
         "spread": spread_of(substrates),

@@ -81,6 +81,7 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
         "step": step.to_dict() if step else None,
         "teardown": teardown.to_dict() if teardown else None,
         "trajectory": trajectory.to_dict() if trajectory else None,
+        "think": None,
         "phases": {
             name: Stats.of(r.phases[name] for r in rollouts if name in r.phases).to_dict()
             for name in dict.fromkeys(n for r in rollouts for n in r.phases)

@@ -43,7 +43,7 @@ def test_report_has_the_schema_of_the_design():
     local = data["substrates"]["local"]
     assert set(local) == {
         "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
-        "step", "teardown", "trajectory", "phases", "worker_hours", "tax_hours",
+        "step", "teardown", "trajectory", "think", "phases", "worker_hours", "tax_hours",
     }  # fmt: skip
     for metric in ("cold_start", "action", "step", "teardown", "trajectory"):
         assert set(local[metric]) == STATS_KEYS
