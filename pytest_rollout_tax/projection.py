@@ -25,7 +25,7 @@ class Scale:
     think_time_source: ThinkSource = "option"
 
     @classmethod
-    def parse(cls, text: str, think_time_s: float | None = 0.0) -> Scale:
+    def parse(cls, text: str, think_time_s: float | None = None) -> Scale:
         """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``).
 
         ``think_time_s`` None: not given, so recorded think time may stand in for it."""

@@ -15,9 +15,12 @@ from support.trajectories import (
     write_all,
     write_json,
 )
+from support.workloads import ROOT
 
 from pytest_rollout_tax import storage
 from pytest_rollout_tax.record import steps_of
+
+EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
 
 
 def report_of(pytester):
@@ -228,6 +231,19 @@ def test_the_think_time_option_wins_over_the_recording(pytester, trajectories):
     assert report["projection"]["think_time_source"] == "option"
     assert report["projection"]["think_time_s"] == 1.0
     assert report["substrates"]["local"]["think"]["n"] == 3  # still recorded
+
+
+def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
+    shutil.copytree(EXAMPLE_TRAJECTORIES, pytester.path / "example_trajectories")
+    result = pytester.runpytest("--rollout-replay", "example_trajectories",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    report = report_of(pytester)
+    [rollout] = report["rollouts"]
+    assert rollout["replay"]["recorded_steps"] == len(column(rollout, "kind")) == 35
+    assert report["projection"]["think_time_source"] == "recorded"
+    assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
+    result.stdout.fnmatch_lines(["*with 3.19s recorded think time per step*"])
 
 
 def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):

@@ -56,3 +56,22 @@ def test_steps_travel_as_columns_and_old_lists_still_read():
     assert Rollout.from_dict(old) == Rollout.from_dict(data) == rollout
     assert step_walls(old["steps"]) == step_walls(data["steps"]) == [0.01, 0.002]
     assert step_walls(None) == [] and step_walls({"wall_s": [1.0]}) == [1.0]
+
+
+def test_optional_step_columns_are_absent_until_a_step_has_a_value():
+    plain = Rollout(steps=[Step("read_file", 0.002), Step("write_file", 0.003)])
+    assert set(plain.to_dict()["steps"]) == {"kind", "wall_s", "exit_code"}
+    execs = Rollout(steps=[Step("exec", 0.01, 0, output_bytes=12), Step("read_file", 0.002)])
+    assert execs.to_dict()["steps"]["output_bytes"] == [12, None]
+    assert "think_s" not in execs.to_dict()["steps"]
+    replayed = Rollout(
+        steps=[Step("exec", 0.01, 0, 5, think_s=2.5, recorded_s=0.1), Step("exec", 0.02, 1, 0)],
+        replay={"format": "rollout-tax", "divergent_steps": None},
+    )
+    data = replayed.to_dict()
+    assert data["steps"]["think_s"] == [2.5, None]
+    assert data["steps"]["recorded_s"] == [0.1, None]
+    assert data["replay"] == {"format": "rollout-tax", "divergent_steps": None}
+    assert "replay" not in plain.to_dict()
+    for rollout in (plain, execs, replayed):  # read back through steps_of
+        assert Rollout.from_dict(rollout.to_dict()) == rollout
