@@ -241,10 +241,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _add_replay_paths(config: pytest.Config, paths: tuple[Path, ...]) -> None:
-    """Collect ``paths`` too; alone, when no test paths were given on the command line."""
+    """Collect ``paths`` too; alone when given on the command line without test paths."""
     if not paths:
         return
-    if config.args_source != pytest.Config.ArgsSource.ARGS:
+    from_cli = bool(config.getoption(_ini_name("--rollout-replay")))
+    if from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args = []
     given = set(config.args)
     config.args += [str(path) for path in paths if str(path) not in given]

@@ -252,3 +252,25 @@ def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):
     assert report["projection"]["think_time_source"] == "none"
     assert report["projection"]["think_time_s"] == 0
     assert report["substrates"]["local"]["think"] is None
+
+
+def test_the_ini_twin_adds_trajectories_to_the_test_paths(pytester, trajectories):
+    pytester.makeini("[pytest]\ntestpaths = tests\nrollout_replay =\n    runs/steps.jsonl\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_one.py").write_text(
+        "def test_one(sandbox):\n    sandbox.exec('true')\n"
+    )
+    result = pytester.runpytest("--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert ids == ["tests/test_one.py::test_one[local-1]", "runs/steps.jsonl::replay[local-1]"]
+
+
+def test_replays_run_under_xdist(pytester, trajectories):
+    result = pytester.runpytest("-p", "xdist", "-n", "2", "--rollout-replay", "runs",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=6)
+    rollouts = rollouts_by_trajectory(report_of(pytester))
+    assert sorted(trajectory for trajectory, _ in rollouts) == [
+        "fix", "old", "row-a", "row-b", "steps", "swe",
+    ]  # fmt: skip
+    assert column(rollouts["fix", "local"], "think_s") == MINI_STEPS["think_s"]

@@ -4,6 +4,8 @@ import pytest
 
 pytest.importorskip("minisweagent", reason="the [mini] extra is not installed")
 
+from support.workloads import ROOT
+
 from pytest_rollout_tax import storage
 from pytest_rollout_tax.record import steps_of
 
@@ -76,3 +78,11 @@ def test_mini_swe_agent_runs_its_agent_loop_on_a_substrate(
     assert rollout["outcome"] == "passed"
     assert report["substrates"][substrate]["rollouts"] == 1
     assert "s3cret" not in (pytester.path / "report.json").read_text()
+
+
+def test_the_documented_agent_workload_passes(pytester, monkeypatch):
+    docs = (ROOT / "docs" / "replay.md").read_text()
+    section = docs.split("## mini-swe-agent on any substrate", 1)[1]
+    monkeypatch.setenv("MSWEA_SILENT_STARTUP", "1")
+    pytester.makepyfile(test_documented=section.split("```python\n", 1)[1].split("```", 1)[0])
+    pytester.runpytest().assert_outcomes(passed=1)
