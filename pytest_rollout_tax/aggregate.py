@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -57,8 +58,9 @@ class Row:
     wall_s: array
     kind: list[str] | None = None
     exit_code: list[int | None] | None = None
-    #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have.
-    optional: dict[str, list] = field(default_factory=dict)
+    #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have,
+    #: packed (:func:`pack`).
+    optional: dict[str, array] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -75,8 +77,24 @@ class Row:
 
     def _column(self, name: str) -> Sequence | None:
         if name in OPTIONAL_STEP_COLUMNS:
-            return self.optional.get(name)
+            packed = self.optional.get(name)
+            return unpack(packed) if packed is not None else None
         return getattr(self, name)
+
+
+def pack(values: Sequence[float | int | None]) -> array:
+    """A column with nulls as a compact array: integers with -1 for null (sizes are never
+    negative), else floats with NaN for null (recorded times are finite)."""
+    if all(value is None or (type(value) is int and 0 <= value < 2**63) for value in values):
+        return array("q", (-1 if value is None else value for value in values))
+    return array("d", (math.nan if value is None else value for value in values))
+
+
+def unpack(packed: array) -> list[float | int | None]:
+    """The column :func:`pack` packed, nulls back."""
+    if packed.typecode == "q":
+        return [None if value < 0 else value for value in packed]
+    return [None if value != value else value for value in packed]
 
 
 class Aggregate:
@@ -106,7 +124,9 @@ class Aggregate:
         if "kind" in self.columns:
             row.kind = [sys.intern(kind) for kind in steps.get("kind", ())]
             row.exit_code = list(steps.get("exit_code", ()))
-            row.optional = {name: steps[name] for name in OPTIONAL_STEP_COLUMNS if name in steps}
+            row.optional = {
+                name: pack(steps[name]) for name in OPTIONAL_STEP_COLUMNS if name in steps
+            }
         self.rows.append(row)
         think = step_column(steps, "think_s")
         self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think)

@@ -167,3 +167,14 @@ def test_a_record_without_steps_columns_counts_no_steps():
     assert len(row.wall_s) == 0 and row.kind is None
     assert "steps" not in RolloutRows(aggregate.rows, ()).__getitem__(0)
     assert aggregate.samples["local"].rollouts == 1
+
+
+def test_optional_step_columns_are_kept_packed_and_come_back_with_their_nulls():
+    steps = [Step("exec", 0.1, 0, 12, think_s=2.5, recorded_s=0.25), Step("read_file", 0.2),
+             Step("exec", 0.3, 1, 0, think_s=0.0)]  # fmt: skip
+    rollout = Rollout(test="t", substrate="local", cold_start_s=0.1, steps=steps)
+    aggregate = Aggregate.of([rollout])
+    assert aggregate.rows[0].optional["output_bytes"].typecode == "q"
+    assert aggregate.rows[0].optional["think_s"].typecode == "d"
+    assert RolloutRows(aggregate.rows, aggregate.columns)[0] == rollout.to_dict()
+    assert list(aggregate.samples["local"].think) == [2.5, 0.0]

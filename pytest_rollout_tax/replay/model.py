@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,10 +75,14 @@ def byte_length(text: object) -> int:
 
 
 def number(value: object) -> float | None:
-    """A recorded number, or None when absent or not a number."""
+    """A recorded number, or None when absent, not a number or not finite."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def exit_code(value: object) -> int | None:
