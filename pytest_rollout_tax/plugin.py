@@ -400,6 +400,9 @@ class RolloutTaxPlugin:
             round=target.round,
             planned_steps=target.trajectory.steps,
         )
+        replayed = getattr(request.function, "rollout_replay", None)  # a trajectory file's item
+        if replayed is not None:
+            rollout.replay = replayed.to_dict()
         request.node.stash[rollout_key] = rollout
         self.running.append(rollout)
         return rollout

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from .replay import DEFAULT_TIMEOUT_S, Mode, RecordedTrajectory, TrajectoryError, load, replay
+from .replay import (
+    DEFAULT_TIMEOUT_S,
+    Mode,
+    RecordedTrajectory,
+    ReplayInfo,
+    TrajectoryError,
+    load,
+    replay,
+)
 from .replay.load import is_trajectory_name
 from .sandbox import Sandbox
 
@@ -33,6 +41,8 @@ class Sources:
     def collects(self, path: Path) -> bool:
         if is_trajectory_name(path.name):
             return True
+        if not (self.files or self.directories):
+            return False
         resolved = path.resolve()
         if resolved in self.files:
             return True
@@ -80,6 +90,8 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
     function.__module__ = MODULE
     function.__doc__ = f"Replay {trajectory.trajectory_id} ({trajectory.format}, {mode})."
     function.__test__ = True  # collected whatever python_functions says
+    #: What the rollout's ``replay`` entry starts as, before its sandbox starts.
+    function.rollout_replay = ReplayInfo.of(trajectory, mode)
     marker = pytest.mark.trajectory(
         steps=len(trajectory.steps) or None,
         timeout=trajectory.timeout or DEFAULT_TIMEOUT_S,

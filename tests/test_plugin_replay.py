@@ -14,6 +14,7 @@ from support.trajectories import (
     SWE_AGENT_STEPS,
     write_all,
     write_json,
+    write_jsonl,
 )
 from support.workloads import ROOT
 
@@ -274,3 +275,28 @@ def test_replays_run_under_xdist(pytester, trajectories):
         "fix", "old", "row-a", "row-b", "steps", "swe",
     ]  # fmt: skip
     assert column(rollouts["fix", "local"], "think_s") == MINI_STEPS["think_s"]
+
+
+def test_a_rollout_whose_sandbox_never_started_still_names_its_trajectory(pytester, trajectories):
+    pytester.makepyprojecttoml(
+        '[tool.rollout-tax.substrates.broken]\nkind = "local"\nroot = "/nonexistent/rt"\n'
+    )
+    result = pytester.runpytest("runs/fix.traj.json", "--substrate=broken",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(errors=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert rollout["outcome"] == "error"
+    assert rollout["replay"]["trajectory_id"] == "fix"
+    assert rollout["replay"]["recorded_steps"] == 3
+
+
+def test_exact_mode_runs_commands_in_bash_as_the_harnesses_did(pytester):
+    write_jsonl(pytester.path / "bashisms.jsonl", [
+        {"cmd": "[[ -n $BASH_VERSION ]] && echo bash", "exit_code": 0, "output_bytes": 5},
+    ])  # fmt: skip
+    result = pytester.runpytest("--rollout-replay", "bashisms.jsonl", "--rollout-json=report.json",
+                                "--rollout-replay-mode=exact")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert (column(rollout, "exit_code"), column(rollout, "output_bytes")) == ([0], [5])
+    assert rollout["replay"]["divergent_steps"] == 0

@@ -17,6 +17,7 @@ from minisweagent.utils.serialize import recursive_merge
 from pydantic import BaseModel
 
 from ..errors import StepTimeout
+from ..replay import harness_command
 from ..sandbox import Sandbox
 
 #: The first line of an output that ends the run, as mini-swe-agent's environments check it.
@@ -45,13 +46,14 @@ class SandboxEnvironment:
         self.config = config_class(**kwargs)
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
-        """Run ``action["command"]`` in the sandbox (stderr merged into the output, as
-        mini-swe-agent's environments do); raises Submitted when the agent submits."""
+        """Run ``action["command"]`` in the sandbox with bash (sh without it), stderr merged
+        into the output, as mini-swe-agent's environments do; raises Submitted when the agent
+        submits."""
         command = action.get("command", "")
         limit = timeout or self.config.timeout
         try:
             result = self.sandbox.exec(
-                f"exec 2>&1\n{command}",
+                harness_command(f"exec 2>&1\n{command}"),
                 timeout=limit,
                 env=self.config.env or None,
                 cwd=cwd or self.config.cwd or None,

@@ -3,7 +3,15 @@ one shape, and replayed in a sandbox as workloads."""
 
 from .load import is_trajectory_name, load
 from .model import FileEdit, RecordedStep, RecordedTrajectory, TrajectoryError
-from .run import DEFAULT_TIMEOUT_S, MODES, Mode, ReplayInfo, replay, shape_command
+from .run import (
+    DEFAULT_TIMEOUT_S,
+    MODES,
+    Mode,
+    ReplayInfo,
+    harness_command,
+    replay,
+    shape_command,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -14,6 +22,7 @@ __all__ = [
     "RecordedTrajectory",
     "ReplayInfo",
     "TrajectoryError",
+    "harness_command",
     "is_trajectory_name",
     "load",
     "replay",

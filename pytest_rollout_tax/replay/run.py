@@ -22,8 +22,15 @@ SHAPE_SCRIPT = (
     'while [ "$n" -ge 1024 ]; do printf %s "$s"; n=$((n - 1024)); done; '
     'if [ "$n" -gt 0 ]; then printf "%.${n}s" "$s"; fi; exit "$2"'
 )
+#: Runs ``$1`` with bash when the sandbox has it (as the harnesses run their commands), else sh.
+HARNESS_SHELL = 'command -v bash >/dev/null 2>&1 && exec bash -c "$1"; exec sh -c "$1"'
 #: The file errors an emulated edit returns as its result, as the editor tool would.
 FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+def harness_command(command: str) -> list[str]:
+    """A recorded command line as the harnesses ran it: bash if there is one, else sh."""
+    return ["sh", "-c", HARNESS_SHELL, "sh", command]
 
 
 def shape_command(output_bytes: int | None, exit_code: int | None) -> list[str]:
@@ -44,6 +51,18 @@ class ReplayInfo:
     #: Exact mode: steps whose exit code differs from the recording's (None in shape mode).
     divergent_steps: int | None
 
+    @classmethod
+    def of(cls, trajectory: RecordedTrajectory, mode: Mode) -> ReplayInfo:
+        """The entry of ``trajectory`` replayed in ``mode``, before its first step."""
+        return cls(
+            source=trajectory.source,
+            format=trajectory.format,
+            mode=mode,
+            trajectory_id=trajectory.trajectory_id,
+            recorded_steps=len(trajectory.steps),
+            divergent_steps=0 if mode == "exact" else None,
+        )
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -54,14 +73,7 @@ def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> Repl
     Only the substrate's failures raise (a lost sandbox, a step past its timeout); an action
     that fails as it did, or differently, is a result.
     """
-    info = ReplayInfo(
-        source=trajectory.source,
-        format=trajectory.format,
-        mode=mode,
-        trajectory_id=trajectory.trajectory_id,
-        recorded_steps=len(trajectory.steps),
-        divergent_steps=0 if mode == "exact" else None,
-    )
+    info = ReplayInfo.of(trajectory, mode)
     rollout = sandbox.rollout
     rollout.replay = info.to_dict()
     for recorded in trajectory.steps:
@@ -73,7 +85,7 @@ def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> Repl
             elif recorded.edit is not None:
                 code = _edit(sandbox, recorded.edit)
             else:
-                code = sandbox.exec(recorded.command).exit_code
+                code = sandbox.exec(harness_command(recorded.command)).exit_code
         finally:
             _as_one_step(rollout, before, recorded)
         if mode == "exact" and _diverged(recorded.exit_code, code):
