@@ -17,9 +17,10 @@ FENCE = re.compile(r"^(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-#: A path inside the repository, as prose names it in `code` (e.g. `tests/support/k8s_api.py`).
+#: A path inside the repository, wherever a page names it (prose, code, commands).
 REPO_PATH = re.compile(
-    r"^(?:\.ci|benchmarks|docs|example_suite|images|pytest_rollout_tax|scripts|tests)/[\w./-]*$"
+    r"(?<![\w./-])(?:\.ci|benchmarks|docs|example_suite|images|pytest_rollout_tax|scripts|tests)"
+    r"/[\w./-]*[\w/]"
 )
 
 
@@ -36,12 +37,6 @@ def prose(path: Path) -> str:
 
 def line_of(text: str, position: int) -> int:
     return text.count("\n", 0, position) + 1
-
-
-def code_spans(path: Path) -> list[tuple[int, str]]:
-    """The inline code spans of ``path`` outside fenced blocks, with their line numbers."""
-    text = prose(path)
-    return [(line_of(text, m.start()), m.group()[1:-1]) for m in INLINE_CODE.finditer(text)]
 
 
 def slug(heading: str) -> str:
@@ -98,12 +93,16 @@ def test_every_relative_link_and_anchor_resolves(document):
 
 
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_repository_path_named_in_code_exists(document):
-    """`images/sandbox/packages.txt` in prose names a file that must be in the repository."""
+def test_every_repository_path_a_page_names_exists(document):
+    """`images/sandbox/packages.txt`, `python benchmarks/peers.py`: files in the repository.
+
+    A test id in sample output (``tests/test_x.py::test_a``) stands for the user's own file.
+    """
+    text = document.read_text()
     missing = [
-        f"{document.relative_to(ROOT)}:{number}: {path}"
-        for number, span in code_spans(document)
-        if REPO_PATH.match(path := span.split("::")[0]) and not (ROOT / path).exists()
+        f"{document.relative_to(ROOT)}:{line_of(text, m.start())}: {m.group()}"
+        for m in REPO_PATH.finditer(text)
+        if not text.startswith("::", m.end()) and not (ROOT / m.group()).exists()
     ]
     assert not missing, "\n".join(missing)
 
