@@ -1,4 +1,4 @@
-"""Aggregate rollout records into the ``rollout-tax/1`` report (README, "The JSON report")."""
+"""Aggregate rollout records into the ``rollout-tax/1`` report (docs/json.md)."""
 
 from __future__ import annotations
 
