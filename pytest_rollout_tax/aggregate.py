@@ -8,10 +8,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
+from .record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
 
 #: Step columns a saved run keeps whatever the report keeps: the gate's noise test reads them.
-GATE_COLUMNS = ("wall_s",)
+GATE_COLUMNS = ("wall_us",)
 #: ``--rollout-json-steps``: the step columns each choice keeps.
 STEP_CHOICES = {"all": STEP_COLUMNS, "none": ()}
 
@@ -48,11 +48,12 @@ class Samples:
 
 @dataclass
 class Row:
-    """One rollout as the controller keeps it: its fields, and its steps as columns."""
+    """One rollout as the controller keeps it: its fields, and its steps as compact columns."""
 
     fields: dict[str, Any]
-    wall_s: array
-    kind: list[str] | None = None
+    wall_us: array
+    kinds: list[str] = field(default_factory=list)
+    kind: array | None = None
     exit_code: list[int | None] | None = None
 
     @property
@@ -64,7 +65,8 @@ class Row:
         data = dict(self.fields)
         kept = [name for name in columns if getattr(self, name) is not None]
         if kept:
-            data["steps"] = {name: list(getattr(self, name)) for name in kept}
+            steps = {"kinds": self.kinds} if "kind" in kept else {}
+            data["steps"] = steps | {name: list(getattr(self, name)) for name in kept}
         return data
 
 
@@ -90,12 +92,13 @@ class Aggregate:
         """Take one ``Rollout.to_dict()`` record (from this process or an xdist worker)."""
         fields = dict(record)
         steps = fields.pop("steps", None) or {}
-        walls = array("d", steps.get("wall_s", ()))
-        row = Row(fields, walls)
+        row = Row(fields, array("q", steps.get("wall_us", ())))
         if "kind" in self.columns:
-            row.kind = [sys.intern(kind) for kind in steps.get("kind", ())]
+            row.kinds = [sys.intern(kind) for kind in steps.get("kinds", ())]
+            row.kind = array("B", steps.get("kind", ()))
             row.exit_code = list(steps.get("exit_code", ()))
         self.rows.append(row)
+        walls = array("d", (wall / MICROSECONDS for wall in row.wall_us))
         self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls)
 
     def sorted_rows(self) -> list[Row]:

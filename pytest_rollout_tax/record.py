@@ -12,8 +12,10 @@ StepKind = Literal["exec", "write_file", "read_file"]
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
 #: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
-#: The per-step columns of a rollout's ``steps`` object in the report, in order.
-STEP_COLUMNS = ("kind", "wall_s", "exit_code")
+#: The per-step columns of a rollout's ``steps`` object in the report, in order (``kind``
+#: comes with its legend, ``kinds``).
+STEP_COLUMNS = ("kind", "wall_us", "exit_code")
+MICROSECONDS = 1e6
 
 
 @dataclass
@@ -87,31 +89,46 @@ class Rollout:
 
 
 def step_columns(steps: Iterable[Step]) -> dict[str, list]:
-    """Steps as the report stores them: one list per field, ``{"kind": [...], ...}``."""
-    steps = list(steps)
-    return {
-        "kind": [step.kind for step in steps],
-        "wall_s": [step.wall_s for step in steps],
-        "exit_code": [step.exit_code for step in steps],
-    }
+    """Steps as the report stores them: one list per field (``rollout-tax/2``).
+
+    ``kind`` holds indexes into ``kinds``, the step kinds in order of first use; ``wall_us``
+    holds wall times in whole microseconds.
+    """
+    kinds: dict[str, int] = {}
+    codes, walls, exit_codes = [], [], []
+    for step in steps:
+        codes.append(kinds.setdefault(step.kind, len(kinds)))
+        walls.append(round(step.wall_s * MICROSECONDS))
+        exit_codes.append(step.exit_code)
+    return {"kinds": list(kinds), "kind": codes, "wall_us": walls, "exit_code": exit_codes}
 
 
 def steps_of(stored: dict | list | None) -> Iterable[Step]:
-    """The steps of a stored rollout: columns (this version) or a list of objects (older)."""
+    """The steps of a stored rollout in any shape: ``/2`` columns, ``/1`` columns or list."""
     if not stored:
         return []
-    if isinstance(stored, list):
+    if isinstance(stored, list):  # rollout-tax/1, before columns
         return [Step(**step) for step in stored]
-    return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
+    if "wall_s" in stored:  # rollout-tax/1 columns
+        return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
+    kinds = stored["kinds"]
+    return [
+        Step(kinds[code], wall / MICROSECONDS, exit_code)
+        for code, wall, exit_code in zip(
+            stored["kind"], stored["wall_us"], stored["exit_code"], strict=True
+        )
+    ]
 
 
 def step_walls(stored: dict | list | None) -> list[float]:
-    """The wall times of a stored rollout's steps, in either shape."""
+    """The wall times in seconds of a stored rollout's steps, in any shape."""
     if not stored:
         return []
     if isinstance(stored, list):
         return [step["wall_s"] for step in stored]
-    return list(stored.get("wall_s", []))
+    if "wall_s" in stored:
+        return list(stored["wall_s"])
+    return [wall / MICROSECONDS for wall in stored.get("wall_us", ())]
 
 
 class PhaseClock:
