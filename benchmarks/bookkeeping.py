@@ -6,7 +6,10 @@ Records are made through the public record API (``Rollout``, ``Step``), one at a
 session makes them. Each goes through the xdist path: ``to_dict()`` on the worker, then the
 controller's ``Aggregate.add``. Timed without tracing first, then run again under tracemalloc
 for the peak. ``report_s`` is the time to aggregate plus the time to build the summary;
-``wire_bytes_per_rollout`` is a record as execnet serializes it.
+``wire_bytes_per_rollout`` is a record as execnet serializes it. ``session_end_s`` is what a
+session does between its last test and its terminal summary (summarize, then write the JSON);
+``floor_s`` is the least any exact summary and file must cost, measured in the same run:
+sorting every sample once and writing the same number of bytes.
 """
 
 from __future__ import annotations
@@ -84,6 +87,7 @@ def measure(rollouts: int, steps: int, directory: Path) -> dict[str, float]:
     write_json(path, report)
     json_s = time.perf_counter() - started
     return {
+        "floor_s": floor(aggregate, path.stat().st_size, directory),
         "aggregate_s": aggregate_s,
         "summary_s": summary_s,
         "json_s": json_s,
@@ -91,6 +95,16 @@ def measure(rollouts: int, steps: int, directory: Path) -> dict[str, float]:
         "wire_bytes_per_rollout": sum(wire) / len(wire),
         "per_rollout_us": aggregate_s / rollouts * 1e6,
     }
+
+
+def floor(aggregate: Aggregate, size: int, directory: Path) -> float:
+    """Seconds to sort every sample once and write ``size`` bytes: the floor of a summary."""
+    started = time.perf_counter()
+    for samples in aggregate.samples.values():
+        for metric in (samples.cold_start, samples.action, samples.step, samples.teardown):
+            sorted(metric)
+    (directory / "floor.bin").write_bytes(bytes(size))
+    return time.perf_counter() - started
 
 
 def run(rollouts: int, steps: int) -> dict:
@@ -106,6 +120,8 @@ def run(rollouts: int, steps: int) -> dict:
         "report_s": timed["aggregate_s"] + timed["summary_s"],
         "json_s": timed["json_s"],
         "json_bytes": timed["json_bytes"],
+        "session_end_s": timed["summary_s"] + timed["json_s"],
+        "floor_s": timed["floor_s"],
         "peak_bytes": peak,
         "wire_bytes_per_rollout": timed["wire_bytes_per_rollout"],
     }
@@ -113,6 +129,8 @@ def run(rollouts: int, steps: int) -> dict:
         f"{rollouts:,} rollouts x {steps} steps: aggregate {timed['aggregate_s']:.2f} s "
         f"({timed['per_rollout_us']:.0f} us/rollout), summary {timed['summary_s']:.2f} s, "
         f"JSON {timed['json_s']:.2f} s, {timed['json_bytes'] / 1e6:.1f} MB; "
+        f"session end {result['session_end_s']:.2f} s ("
+        f"{result['session_end_s'] / timed['floor_s']:.1f}x the floor, {timed['floor_s']:.2f} s); "
         f"peak traced {peak / 1e6:.0f} MB; wire {timed['wire_bytes_per_rollout']:,.0f} B/rollout"
     )
     return result

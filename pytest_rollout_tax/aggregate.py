@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .record import FAILED_OUTCOMES, OPTIONAL_STEP_COLUMNS, STEP_COLUMNS, Rollout, step_column
+from .record import (
+    FAILED_OUTCOMES,
+    MICROSECONDS,
+    OPTIONAL_STEP_COLUMNS,
+    STEP_COLUMNS,
+    Rollout,
+    step_column,
+)
 
 #: Step columns a saved run keeps whatever the report keeps: the gate's noise test reads them.
-GATE_COLUMNS = ("wall_s",)
+GATE_COLUMNS = ("wall_us",)
 #: ``--rollout-json-steps``: the step columns each choice keeps.
 STEP_CHOICES = {"all": STEP_COLUMNS, "none": ()}
 
@@ -36,7 +42,7 @@ class Samples:
     think: array = field(default_factory=_samples)
     phases: dict[str, array] = field(default_factory=dict)
 
-    def add(self, record: dict[str, Any], walls: array, think: Iterable[float | None] = ()) -> None:
+    def add(self, record: dict[str, Any], walls: array, think: Iterable[float] = ()) -> None:
         """Count ``record`` (a ``Rollout.to_dict()``) and append its samples."""
         self.rollouts += 1
         self.failures += record["outcome"] in FAILED_OUTCOMES
@@ -45,18 +51,19 @@ class Samples:
                 getattr(self, metric).append(value)
         self.action.extend(record["action_probes_s"])
         self.step.extend(walls)
-        self.think.extend(value for value in think if value is not None)
+        self.think.extend(think)
         for name, value in record["phases"].items():
             self.phases.setdefault(name, _samples()).append(value)
 
 
 @dataclass
 class Row:
-    """One rollout as the controller keeps it: its fields, and its steps as columns."""
+    """One rollout as the controller keeps it: its fields, and its steps as compact columns."""
 
     fields: dict[str, Any]
-    wall_s: array
-    kind: list[str] | None = None
+    wall_us: array
+    kinds: list[str] = field(default_factory=list)
+    kind: array | None = None
     exit_code: list[int | None] | None = None
     #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have,
     #: packed (:func:`pack`).
@@ -70,31 +77,28 @@ class Row:
         """The report's ``rollouts[]`` item with the step columns ``columns`` (none: no steps)."""
         data = dict(self.fields)
         kept = {name: self._column(name) for name in columns}
-        kept = {name: list(values) for name, values in kept.items() if values is not None}
+        kept = {name: values for name, values in kept.items() if values is not None}
         if kept:
-            data["steps"] = kept
+            steps = {"kinds": self.kinds} if "kind" in kept else {}
+            data["steps"] = steps | kept
         return data
 
-    def _column(self, name: str) -> Sequence | None:
+    def _column(self, name: str) -> list | None:
         if name in OPTIONAL_STEP_COLUMNS:
             packed = self.optional.get(name)
             return unpack(packed) if packed is not None else None
-        return getattr(self, name)
+        values = getattr(self, name)
+        return list(values) if values is not None else None
 
 
-def pack(values: Sequence[float | int | None]) -> array:
-    """A column with nulls as a compact array: integers with -1 for null (sizes are never
-    negative), else floats with NaN for null (recorded times are finite)."""
-    if all(value is None or (type(value) is int and 0 <= value < 2**63) for value in values):
-        return array("q", (-1 if value is None else value for value in values))
-    return array("d", (math.nan if value is None else value for value in values))
+def pack(values: Sequence[int | None]) -> array:
+    """An optional column (whole numbers >= 0, or null) as a compact array, -1 for null."""
+    return array("q", (-1 if value is None else value for value in values))
 
 
-def unpack(packed: array) -> list[float | int | None]:
-    """The column :func:`pack` packed, nulls back."""
-    if packed.typecode == "q":
-        return [None if value < 0 else value for value in packed]
-    return [None if value != value else value for value in packed]
+def unpack(packed: array) -> list[int | None]:
+    """The column :func:`pack` packed, its nulls back."""
+    return [None if value < 0 else value for value in packed]
 
 
 class Aggregate:
@@ -119,16 +123,17 @@ class Aggregate:
         """Take one ``Rollout.to_dict()`` record (from this process or an xdist worker)."""
         fields = dict(record)
         steps = fields.pop("steps", None) or {}
-        walls = array("d", steps.get("wall_s", ()))
-        row = Row(fields, walls)
+        row = Row(fields, array("q", steps.get("wall_us", ())))
         if "kind" in self.columns:
-            row.kind = [sys.intern(kind) for kind in steps.get("kind", ())]
+            row.kinds = [sys.intern(kind) for kind in steps.get("kinds", ())]
+            row.kind = array("B", steps.get("kind", ()))
             row.exit_code = list(steps.get("exit_code", ()))
             row.optional = {
                 name: pack(steps[name]) for name in OPTIONAL_STEP_COLUMNS if name in steps
             }
         self.rows.append(row)
-        think = step_column(steps, "think_s")
+        walls = array("d", (wall / MICROSECONDS for wall in row.wall_us))
+        think = (us / MICROSECONDS for us in step_column(steps, "think_us") if us is not None)
         self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think)
 
     def sorted_rows(self) -> list[Row]:

@@ -53,7 +53,7 @@ def build_parser() -> Parser:
     parser = Parser(
         prog=PROG,
         description="Compare, list and re-project runs saved by pytest --rollout-save / "
-        "--rollout-autosave (schema rollout-tax/1) without re-running them.",
+        "--rollout-autosave (schema rollout-tax/2 or /1) without re-running them.",
         epilog=EPILOG,
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -113,7 +113,7 @@ def build_parser() -> Parser:
         help="agent think time per step, added to worker-hours (not to tax-hours)",
     )
     proj.add_argument(
-        "--json", metavar="PATH", help="also write the re-projected report (rollout-tax/1) here"
+        "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
     )
     return parser
 

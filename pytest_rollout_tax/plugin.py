@@ -71,7 +71,7 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "(runs anywhere); exact: the recorded commands as they were, in your image "
      "(default shape)", "string", "shape"),
     ("--rollout-json", {"metavar": "PATH"},
-     "write the full report (schema rollout-tax/1) to PATH", "string", None),
+     "write the full report (schema rollout-tax/2) to PATH", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",

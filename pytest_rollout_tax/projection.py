@@ -1,4 +1,4 @@
-"""Worker-hour projection and the spread between substrates (README, "The projection")."""
+"""Worker-hour projection and the spread between substrates (docs/measurement.md)."""
 
 from __future__ import annotations
 

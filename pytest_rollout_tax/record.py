@@ -12,12 +12,14 @@ StepKind = Literal["exec", "write_file", "read_file"]
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
 #: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
-#: The per-step columns every rollout's ``steps`` object has in the report, in order.
-REQUIRED_STEP_COLUMNS = ("kind", "wall_s", "exit_code")
+#: The per-step columns every rollout's ``steps`` object has in the report, in order
+#: (``kind`` comes with its legend, ``kinds``).
+REQUIRED_STEP_COLUMNS = ("kind", "wall_us", "exit_code")
 #: Columns a rollout's ``steps`` has only when one of its steps has a value there.
-OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_s", "recorded_s")
+OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us")
 #: Every per-step column, in order.
 STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
+MICROSECONDS = 1e6
 
 
 @dataclass
@@ -99,46 +101,88 @@ class Rollout:
 
 
 def step_columns(steps: Iterable[Step]) -> dict[str, list]:
-    """Steps as the report stores them: one list per field, ``{"kind": [...], ...}``; an
-    optional column (:data:`OPTIONAL_STEP_COLUMNS`) only when a step has a value in it."""
+    """Steps as the report stores them: one list per field (``rollout-tax/2``).
+
+    ``kind`` holds indexes into ``kinds``, the step kinds in order of first use; ``wall_us``
+    holds wall times in whole microseconds. An optional column (:data:`OPTIONAL_STEP_COLUMNS`:
+    ``output_bytes``, ``think_us``, ``recorded_us``, times in whole microseconds) is there
+    only when a step has a value in it.
+    """
     steps = list(steps)
-    columns = {name: [getattr(step, name) for step in steps] for name in REQUIRED_STEP_COLUMNS}
-    for name in OPTIONAL_STEP_COLUMNS:
-        values = [getattr(step, name) for step in steps]
-        if any(value is not None for value in values):
-            columns[name] = values
-    return columns
+    kinds: dict[str, int] = {}
+    codes, walls, exit_codes = [], [], []
+    for step in steps:
+        codes.append(kinds.setdefault(step.kind, len(kinds)))
+        walls.append(round(step.wall_s * MICROSECONDS))
+        exit_codes.append(step.exit_code)
+    columns = {"kinds": list(kinds), "kind": codes, "wall_us": walls, "exit_code": exit_codes}
+    optional = {
+        "output_bytes": [step.output_bytes for step in steps],
+        "think_us": [_microseconds(step.think_s) for step in steps],
+        "recorded_us": [_microseconds(step.recorded_s) for step in steps],
+    }
+    return columns | {
+        name: values
+        for name, values in optional.items()
+        if any(value is not None for value in values)
+    }
+
+
+def _microseconds(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * MICROSECONDS)
+
+
+def _seconds(microseconds: int | None) -> float | None:
+    return None if microseconds is None else microseconds / MICROSECONDS
 
 
 def steps_of(stored: dict | list | None) -> Iterable[Step]:
-    """The steps of a stored rollout: columns (this version) or a list of objects (older)."""
+    """The steps of a stored rollout in any shape: ``/2`` columns, ``/1`` columns or list."""
     if not stored:
         return []
-    if isinstance(stored, list):
+    if isinstance(stored, list):  # rollout-tax/1, before columns
         return [Step(**step) for step in stored]
+    if "wall_s" in stored:  # rollout-tax/1 columns
+        return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
+    kinds = stored["kinds"]
     count = len(stored["kind"])
-    optional = [stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS]
-    return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"], *optional)
+    output, think, recorded = (
+        stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS
+    )
+    return [
+        Step(kinds[code], wall / MICROSECONDS, exit_code, size, _seconds(thought), _seconds(ran))
+        for code, wall, exit_code, size, thought, ran in zip(
+            stored["kind"],
+            stored["wall_us"],
+            stored["exit_code"],
+            output,
+            think,
+            recorded,
+            strict=True,
+        )
+    ]
 
 
 def step_column(stored: dict | list | None, name: str) -> list:
-    """One column of a stored rollout's steps, in either shape (None where a step has none)."""
+    """One column of a stored rollout's steps as stored (None where a step has no value)."""
     if not stored:
         return []
     if isinstance(stored, list):
         return [step.get(name) for step in stored]
     if name in stored:
         return list(stored[name])
-    return [None] * len(stored.get("wall_s", ()))
+    return [None] * len(stored.get("kind", ()))
 
 
 def step_walls(stored: dict | list | None) -> list[float]:
-    """The wall times of a stored rollout's steps, in either shape."""
+    """The wall times in seconds of a stored rollout's steps, in any shape."""
     if not stored:
         return []
     if isinstance(stored, list):
         return [step["wall_s"] for step in stored]
-    return list(stored.get("wall_s", []))
+    if "wall_s" in stored:
+        return list(stored["wall_s"])
+    return [wall / MICROSECONDS for wall in stored.get("wall_us", ())]
 
 
 class PhaseClock:

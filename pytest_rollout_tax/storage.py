@@ -1,8 +1,9 @@
 """Saved runs: ``--rollout-save``/``--rollout-autosave`` files, finding them, loading them.
 
-A saved run is a whole ``rollout-tax/1`` report (with its raw ``rollouts[]`` samples) in
-``STORAGE/NAME.json``. Autosaves are ``STORAGE/NNNN_<label>.json``, numbered from 0001, where
-the label is the commit (``<sha12>``, ``<sha12>-dirty``) or, outside git, a UTC timestamp.
+A saved run is a whole ``rollout-tax/2`` report, with its raw ``rollouts[]`` samples, in
+``STORAGE/NAME.json`` (``rollout-tax/1`` runs are read too). Autosaves are
+``STORAGE/NNNN_<label>.json``, numbered from 0001, where the label is the commit
+(``<sha12>``, ``<sha12>-dirty``) or, outside git, a UTC timestamp.
 "Newest" means the most recently written file (modification time, then name).
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 from .errors import ConfigError, RolloutTaxError
 from .report import NotRegularFileError, report_target, write_json
 from .stats import STAT_NAMES
-from .summary import SCHEMA
+from .summary import READABLE_SCHEMAS, SCHEMA
 
 DEFAULT_STORAGE = ".rollout-tax"
 #: The STATS entries of a ``substrates[NAME]`` report entry, each backed by raw samples.
@@ -242,13 +243,14 @@ def load(path: str | os.PathLike[str]) -> SavedRun:
 
 
 def validate(report: Any) -> None:
-    """Check the parts of a ``rollout-tax/1`` report that comparing and projecting read."""
+    """Check the parts of a report (schema ``/2`` or ``/1``) that comparing and projecting read."""
     if not isinstance(report, dict):
         raise ValueError(f"not a rollout-tax report (a JSON {type(report).__name__})")
     if "schema" not in report:
         raise ValueError(f"not a rollout-tax report (no 'schema' field; expected {SCHEMA!r})")
-    if report["schema"] != SCHEMA:
-        raise ValueError(f"unsupported schema {report['schema']!r} (expected {SCHEMA!r})")
+    if report["schema"] not in READABLE_SCHEMAS:
+        readable = " or ".join(READABLE_SCHEMAS)
+        raise ValueError(f"unsupported schema {report['schema']!r} (expected {readable})")
     projection = _field(report, "projection", dict, "")
     for key, kind in (("rollouts", int), ("steps", int), ("think_time_s", (int, float))):
         _number(_field(projection, key, kind, "projection."), f"projection.{key}")
@@ -290,12 +292,13 @@ def _validate_rollout(rollout: Any, where: str) -> None:
     for value in probes:
         _number(value, f"{where}.action_probes_s")
     steps = rollout.get("steps") or []
-    if isinstance(steps, dict):  # columns (this version)
-        walls = steps.get("wall_s", [])
+    if isinstance(steps, dict):  # columns: wall_us (rollout-tax/2) or wall_s (/1)
+        column = "wall_us" if "wall_us" in steps else "wall_s"
+        walls = steps.get(column, [])
         if not isinstance(walls, list):
-            raise ValueError(f"{where}.steps.wall_s: expected a list")
+            raise ValueError(f"{where}.steps.{column}: expected a list")
         for value in walls:
-            _number(value, f"{where}.steps.wall_s")
+            _number(value, f"{where}.steps.{column}")
         return
     if not isinstance(steps, list):
         raise ValueError(f"{where}.steps: expected columns or a list")

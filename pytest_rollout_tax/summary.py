@@ -1,4 +1,4 @@
-"""Aggregate rollout records into the ``rollout-tax/1`` report (README, "The JSON report")."""
+"""Aggregate rollout records into the ``rollout-tax/2`` report (docs/json.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from .projection import Scale, spread, tax_hours, worker_hours
 from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
 from .stats import Stats
 
-SCHEMA = "rollout-tax/1"
+SCHEMA = "rollout-tax/2"
+#: Older schemas this version still reads (saved runs, baselines).
+READABLE_SCHEMAS = ("rollout-tax/1", SCHEMA)
 
 
 def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict:
@@ -163,7 +165,7 @@ def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
     if scale.steps is not None:
         return scale
     lengths = [
-        r.fields["planned_steps"] or len(r.wall_s)
+        r.fields["planned_steps"] or len(r.wall_us)
         for r in rows
         if r.fields["cold_start_s"] is not None
     ]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.reports import as_schema_1
 
 from pytest_rollout_tax import compare
 from pytest_rollout_tax.cli import main, reproject
@@ -339,16 +340,10 @@ def test_python_dash_m(runs: Path) -> None:
     assert bad.returncode == 4 and bad.stderr.count("\n") == 1 and bad.stdout == ""
 
 
-def test_runs_saved_in_the_old_shape_still_compare_list_and_project(runs: Path) -> None:
-    """A run saved before steps were columns: steps a list of objects, indented."""
-    data = make_report(10)
-    for item in data["rollouts"]:
-        columns = item["steps"]
-        item["steps"] = [
-            dict(zip(columns, values, strict=True))
-            for values in zip(*columns.values(), strict=True)
-        ]
-    (runs / "old.json").write_text(json.dumps(data, indent=2))
+@pytest.mark.parametrize("steps_as", ["columns", "objects"])
+def test_runs_saved_by_schema_1_still_compare_list_and_project(runs: Path, steps_as: str) -> None:
+    """Runs saved by ``rollout-tax/1``: steps as ``/1`` columns, or as objects, indented."""
+    (runs / "old.json").write_text(json.dumps(as_schema_1(make_report(10), steps_as), indent=2))
     (runs / "new-slow.json").write_text(json.dumps(make_report(10)))
     fail = ("--fail", "step.p50:15%", "--fail", "cold_start.p95:15%")
     status, out, _ = cli("compare", "base", "old", *fail)

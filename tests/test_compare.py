@@ -22,7 +22,7 @@ from pytest_rollout_tax.errors import ConfigError, RolloutTaxError
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.storage import SavedRunError
-from pytest_rollout_tax.summary import build_report
+from pytest_rollout_tax.summary import SCHEMA, build_report
 
 COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]
 
@@ -408,7 +408,7 @@ def test_gate_saves_then_compares(tmp_path) -> None:
     verdict = first.finish(report(rollouts("local", COLD)))
     saved = tmp_path / "store" / "main.json"
     assert verdict.lines[-1] == f"run saved to {saved}"
-    assert json.loads(saved.read_text())["schema"] == "rollout-tax/1"
+    assert json.loads(saved.read_text())["schema"] == SCHEMA
     second = gate(tmp_path, compare="main", fail=["step.p50:10%"], autosave=True)
     assert second.baseline is not None and second.baseline.path == saved
     verdict = second.finish(report(rollouts("local", COLD, 10)))

@@ -800,7 +800,8 @@ def test_the_example_suite_on_local_and_docker_shows_the_spread(sandbox_image, t
 def test_the_example_suite_with_a_session_variant_shows_both_rows_and_the_ratio(
     sandbox_image, tmp_path
 ):
-    """The README's variant: docker and docker-session side by side, compared in one line."""
+    """docs/substrates/transports.md's variant: docker and docker-session side by side,
+    compared in one line."""
     shutil.copytree(ROOT / "example_suite", tmp_path / "example_suite")
     (tmp_path / "pyproject.toml").write_text(
         '[tool.rollout-tax.substrates.docker-session]\nkind = "docker"\ntransport = "session"\n'

@@ -41,6 +41,6 @@ def test_the_example_suite_and_the_readme_workload_pass(pytester, substrate_args
     report = json.loads((pytester.path / "r.json").read_text())
     (summary,) = report["substrates"].values()
     assert (summary["rollouts"], summary["failures"]) == (4, 0)
-    steps = {r["test"].split("::")[-1]: len(r["steps"]["wall_s"]) for r in report["rollouts"]}
+    steps = {r["test"].split("::")[-1]: len(r["steps"]["wall_us"]) for r in report["rollouts"]}
     assert steps["test_agent_loop[" + report["rollouts"][0]["substrate"] + "-1]"] == 150
     assert all(r["cold_start_s"] and r["teardown_s"] for r in report["rollouts"])

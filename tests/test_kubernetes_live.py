@@ -5,7 +5,8 @@ Skipped unless KUBECONFIG is set. The options come from tests/support/live.py
 (``live.k8s_options()``), whose optional knobs are ``ROLLOUT_TAX_K8S_CONTEXT``,
 ``ROLLOUT_TAX_K8S_NAMESPACE``, ``ROLLOUT_TAX_K8S_IMAGE`` (an image the cluster can pull, with
 ``sh`` and coreutils; the default ``rollout-tax/sandbox:bookworm`` exists only where it was
-built), ``ROLLOUT_TAX_K8S_RUNTIME_CLASS``. The RBAC these tests need is the README's Role.
+built), ``ROLLOUT_TAX_K8S_RUNTIME_CLASS``. The RBAC these tests need is the Role in
+docs/substrates/k8s.md.
 """
 
 from __future__ import annotations

@@ -43,12 +43,14 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest("-p", "no:cacheprovider", *args)
 
 
-def scaled(data, factor: float):
-    """Every float (a duration, or hours) times ``factor``; counts and names unchanged."""
+def scaled(data, factor: float, key: str = ""):
+    """Every duration (a float, or a step's whole microseconds) and hours times ``factor``."""
     if isinstance(data, dict):
-        return {key: scaled(value, factor) for key, value in data.items()}
+        return {name: scaled(value, factor, name) for name, value in data.items()}
     if isinstance(data, list):
-        return [scaled(value, factor) for value in data]
+        return [scaled(value, factor, key) for value in data]
+    if key == "wall_us":
+        return round(data * factor)
     return data * factor if isinstance(data, float) else data
 
 
@@ -99,7 +101,7 @@ def test_save_writes_the_whole_report(suite: pytest.Pytester) -> None:
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"run saved to {STORE}/main.json"])
     data = json.loads((suite.path / STORE / "main.json").read_text())
-    assert data["schema"] == "rollout-tax/1"
+    assert data["schema"] == "rollout-tax/2"
     assert len(data["rollouts"]) == 6
     assert data["substrates"]["local"]["cold_start"]["n"] == 6
     machine = data["machine"]
@@ -294,7 +296,7 @@ def test_missing_baseline_but_failing_tests_still_fail(pytester: pytest.Pytester
 BAD_FILES = [
     ("corrupt", b'{"schema": "rollout-tax/1", "substrates": {', "corrupt.json: not valid JSON"),
     ("binary", b"\x00\x01\xfe\xff\x89PNG", "corrupt.json: not a JSON file (not UTF-8 text)"),
-    ("schema", b'{"schema": "rollout-tax/2"}', "unsupported schema 'rollout-tax/2'"),
+    ("schema", b'{"schema": "rollout-tax/3"}', "unsupported schema 'rollout-tax/3'"),
     ("not a report", b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
 ]
 

@@ -9,11 +9,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from support.reports import as_schema_1
 
 from pytest_rollout_tax import report as report_module
 from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.projection import Scale
-from pytest_rollout_tax.record import Rollout, Step
+from pytest_rollout_tax.record import Rollout, Step, steps_of
 from pytest_rollout_tax.storage import (
     NoSavedRun,
     SavedRunError,
@@ -265,7 +266,7 @@ BAD_FILES = [
     ("binary", b"\x89PNG\r\n\x1a\n\x00\xff", "not a JSON file (not UTF-8 text)"),
     ("a list", b"[1, 2]", "not a rollout-tax report (a JSON list)"),
     ("pytest-benchmark", b'{"machine_info": {}, "benchmarks": []}', "no 'schema' field"),
-    ("schema 2", _broken(lambda d: d.update(schema="rollout-tax/2")), "unsupported schema"),
+    ("schema 3", _broken(lambda d: d.update(schema="rollout-tax/3")), "unsupported schema"),
     ("no substrates", _broken(lambda d: d.pop("substrates")), "no 'substrates'"),
     ("no projection", _broken(lambda d: d.pop("projection")), "no 'projection'"),
     ("nan", b'{"schema": "rollout-tax/1", "x": NaN}', "NaN is not a number"),
@@ -286,8 +287,13 @@ BAD_FILES = [
     ),
     (
         "bad step",
-        _broken(lambda d: d["rollouts"][0]["steps"]["wall_s"].__setitem__(0, None)),
-        "rollouts[0].steps.wall_s: expected a number, got null",
+        _broken(lambda d: d["rollouts"][0]["steps"]["wall_us"].__setitem__(0, None)),
+        "rollouts[0].steps.wall_us: expected a number, got null",
+    ),
+    (
+        "bad step of /1 columns",
+        _broken(lambda d: d["rollouts"][0].update(steps={"kind": ["exec"], "wall_s": [-1]})),
+        "rollouts[0].steps.wall_s: negative value",
     ),
     (
         "bad step of the old shape",
@@ -346,16 +352,10 @@ def test_load_accepts_a_report_without_raw_samples(tmp_path: Path) -> None:
     assert load(path).report == data
 
 
-def test_a_run_saved_with_steps_as_a_list_of_objects_still_loads(tmp_path: Path) -> None:
-    data = sample_report()
-    for item in data["rollouts"]:
-        columns = item["steps"]
-        item["steps"] = [
-            dict(zip(columns, values, strict=True))
-            for values in zip(*columns.values(), strict=True)
-        ]
+@pytest.mark.parametrize("steps_as", ["columns", "objects"])
+def test_a_run_saved_by_schema_1_still_loads(tmp_path: Path, steps_as: str) -> None:
     path = tmp_path / "old.json"
-    path.write_text(json.dumps(data, indent=2))
-    assert load(path).report["rollouts"][0]["steps"] == [
-        {"kind": "exec", "wall_s": 0.001, "exit_code": 0}
-    ]
+    path.write_text(json.dumps(as_schema_1(sample_report(), steps_as), indent=2))
+    loaded = load(path).report
+    assert loaded["schema"] == "rollout-tax/1"
+    assert list(steps_of(loaded["rollouts"][0]["steps"])) == [Step("exec", 0.001, 0)]

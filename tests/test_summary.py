@@ -35,7 +35,7 @@ def report(rollouts, scale=HOURLY):
 
 def test_report_has_the_schema_of_the_design():
     data = report([rollout("local", 0.002), rollout("docker", 0.22)])
-    assert data["schema"] == SCHEMA == "rollout-tax/1"
+    assert data["schema"] == SCHEMA == "rollout-tax/2"
     assert set(data) == {
         "schema", "created", "plugin_version", "machine", "commit", "projection",
         "substrates", "spread", "rollouts",

@@ -1,4 +1,4 @@
-"""``exec`` at its edges, the same on every substrate (README: "The sandbox contract")."""
+"""``exec`` at its edges, the same on every substrate (docs/api.md, "The sandbox contract")."""
 
 from __future__ import annotations
 

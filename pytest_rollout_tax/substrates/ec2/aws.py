@@ -119,7 +119,7 @@ class EC2Api:
         if code == "UnauthorizedOperation" or code.startswith("AccessDenied"):
             return SubstrateUnavailable(
                 f"{name}: not authorized to perform ec2:{action} ({code}); grant it to the "
-                "caller's IAM policy (README, 'ec2: IAM permissions')"
+                "caller's IAM policy (docs/substrates/ec2.md, 'IAM permissions')"
             )
         if code in _BAD_CREDENTIAL_CODES:
             return SubstrateUnavailable(f"{name}: AWS rejected the credentials ({code}) {where}")

@@ -1,0 +1,154 @@
+"""The documentation a newcomer reads: every link resolves, and the README stays short."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCUMENTS = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+README_MAX_LINES = 400
+
+FENCE = re.compile(r"^(```|~~~)")
+#: Inline code, which may wrap onto the next line of its paragraph.
+INLINE_CODE = re.compile(r"`[^`]*`")
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+#: A path inside the repository, wherever a page names it (prose, code, commands).
+REPO_PATH = re.compile(
+    r"(?<![\w./-])(?:\.ci|benchmarks|docs|example_suite|images|pytest_rollout_tax|scripts|tests)"
+    r"/[\w./-]*[\w/]"
+)
+
+
+def prose(path: Path) -> str:
+    """The text of ``path`` with fenced code blocks blanked (line numbers kept)."""
+    lines, fenced = [], False
+    for line in path.read_text().splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+            line = ""
+        lines.append("" if fenced else line)
+    return "\n".join(lines)
+
+
+def line_of(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    text = re.sub(r"[^\w\- ]", "", text.lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """Every heading anchor of ``path``; a repeated one gets ``-1``, ``-2``, ... as on GitHub."""
+    seen: dict[str, int] = {}
+    found = set()
+    for line in prose(path).splitlines():
+        match = HEADING.match(line)
+        if not match:
+            continue
+        base = slug(match.group(2))
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def links(path: Path) -> list[tuple[int, str]]:
+    """The targets of the inline links of ``path`` (outside code), with their line numbers."""
+    text = INLINE_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), prose(path))
+    return [(line_of(text, m.start()), m.group(1)) for m in LINK.finditer(text)]
+
+
+def broken_link(source: Path, target: str) -> str | None:
+    """Why ``target`` (a link in ``source``) leads nowhere, or None when it resolves."""
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # https:, mailto:: not checked offline
+        return None
+    file_part, _, anchor = target.partition("#")
+    destination = (source.parent / file_part).resolve() if file_part else source
+    if not destination.is_relative_to(ROOT):
+        return f"{target}: outside the repository"
+    if not destination.exists():
+        return f"{target}: no such file"
+    if anchor and destination.suffix == ".md" and anchor not in anchors(destination):
+        return f"{target}: no heading #{anchor} in {destination.relative_to(ROOT)}"
+    return None
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(document):
+    problems = [
+        f"{document.relative_to(ROOT)}:{number}: {why}"
+        for number, target in links(document)
+        if (why := broken_link(document, target)) is not None
+    ]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_repository_path_a_page_names_exists(document):
+    """`images/sandbox/packages.txt`, `python benchmarks/peers.py`: files in the repository.
+
+    A test id in sample output (``tests/test_x.py::test_a``) stands for the user's own file.
+    """
+    text = document.read_text()
+    missing = [
+        f"{document.relative_to(ROOT)}:{line_of(text, m.start())}: {m.group()}"
+        for m in REPO_PATH.finditer(text)
+        if not text.startswith("::", m.end()) and not (ROOT / m.group()).exists()
+    ]
+    assert not missing, "\n".join(missing)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_document_cites_files_outside_the_project(document):
+    text = document.read_text()
+    for outside in ("DESIGN.md", "SUBSTRATES.md", "../shared", "/work/"):
+        assert outside not in text, f"{document.relative_to(ROOT)} cites {outside}"
+
+
+def test_every_docs_page_is_linked_from_the_readme():
+    linked = {
+        (README.parent / target.partition("#")[0]).resolve()
+        for _, target in links(README)
+        if not re.match(r"^[a-z]+:", target)
+    }
+    orphans = [str(p.relative_to(ROOT)) for p in DOCUMENTS[1:] if p.resolve() not in linked]
+    assert not orphans, f"docs pages the README does not link: {orphans}"
+
+
+def test_the_readme_stays_short_and_has_a_table_of_contents():
+    lines = README.read_text().splitlines()
+    assert len(lines) < README_MAX_LINES, f"README.md has {len(lines)} lines"
+    assert "## Contents" in lines
+    assert "## Development" in lines  # other sections are added right before it
+
+
+def test_the_readme_shows_the_quick_start_commands_ci_runs():
+    """.ci/run runs the README's two quick-start commands; they must stay in the README."""
+    readme = README.read_text()
+    commands = [
+        line.replace(" -p no:cacheprovider", "")
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.startswith("pip install")
+    ]
+    assert len(commands) == 2
+    for command in commands:
+        assert f"\n{command} " in readme, command
+
+
+def test_slug_matches_github():
+    assert slug("`k8s` (alias `kubernetes`): one pod per rollout") == (
+        "k8s-alias-kubernetes-one-pod-per-rollout"
+    )
+    assert slug("Gating: `--rollout-compare-fail METRIC.STAT:THRESHOLD`") == (
+        "gating---rollout-compare-fail-metricstatthreshold"
+    )
+    assert slug("A rollout, phase by phase") == "a-rollout-phase-by-phase"
