@@ -146,9 +146,7 @@ def steps_of(stored: dict | list | None) -> Iterable[Step]:
         return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
     kinds = stored["kinds"]
     count = len(stored["kind"])
-    output, think, recorded = (
-        stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS
-    )
+    output, think, recorded = (stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS)
     return [
         Step(kinds[code], wall / MICROSECONDS, exit_code, size, _seconds(thought), _seconds(ran))
         for code, wall, exit_code, size, thought, ran in zip(
