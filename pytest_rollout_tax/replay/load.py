@@ -9,6 +9,10 @@ from typing import Any
 from . import mini_swe_agent, openai_messages, rollout_tax, swe_agent
 from .model import RecordedTrajectory, TrajectoryError, fail
 
+#: The largest recorded time (seconds) and output size (bytes) a step may have: beyond them a
+#: recording is corrupt, not long.
+MAX_SECONDS = 1e9
+MAX_BYTES = 2**40
 #: File names collected as trajectories wherever pytest looks.
 SUFFIXES = (".traj", ".traj.json")
 
@@ -29,7 +33,25 @@ def stem(path: Path) -> str:
 def load(path: str | Path) -> list[RecordedTrajectory]:
     """Every trajectory in ``path``: one for a JSON document, one per row for chat-message
     JSONL, one for a JSONL of our steps. A TrajectoryError names the file and the line."""
-    path = Path(path)
+    trajectories = _load(Path(path))
+    for trajectory in trajectories:
+        _check_bounds(trajectory)
+    return trajectories
+
+
+def _check_bounds(trajectory: RecordedTrajectory) -> None:
+    """Reject recorded figures no real run has (a corrupt timestamp, a wrong size)."""
+    for index, step in enumerate(trajectory.steps):
+        where = f"{trajectory.source}: {trajectory.trajectory_id}: step {index + 1}"
+        for name in ("think_s", "recorded_s"):
+            value = getattr(step, name)
+            if value is not None and value > MAX_SECONDS:
+                raise fail(where, f"{name}={value!r}: more than {MAX_SECONDS:.0e} seconds")
+        if step.output_bytes is not None and step.output_bytes > MAX_BYTES:
+            raise fail(where, f"output_bytes={step.output_bytes}: more than {MAX_BYTES} bytes")
+
+
+def _load(path: Path) -> list[RecordedTrajectory]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

@@ -142,3 +142,20 @@ def test_one_openai_document_is_one_trajectory(tmp_path):
     assert (trajectory.trajectory_id, len(trajectory.steps)) == ("row-b", 1)
     [trajectory] = load(write_jsonl(tmp_path / "one.jsonl", OPENAI_ROWS[1:]))
     assert trajectory.trajectory_id == "row-b"
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({"cmd": "ls", "think_s": 1e300}, "think_s=1e+300: more than 1e+09 seconds"),
+        ({"cmd": "ls", "recorded_s": 2e9}, "recorded_s=2000000000.0: more than"),
+        ({"cmd": "ls", "output_bytes": 2**70}, f"output_bytes={2**70}: more than"),
+    ],
+)
+def test_figures_no_real_run_has_are_refused(tmp_path, row, problem):
+    path = write_jsonl(tmp_path / "big.jsonl", [{"cmd": "true"}, row])
+    with pytest.raises(TrajectoryError) as caught:
+        load(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: big: step 2: ")
+    assert problem in message
