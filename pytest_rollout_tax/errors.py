@@ -29,3 +29,9 @@ class SandboxError(RolloutTaxError):
 
 class StepTimeout(RolloutTaxError):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""
+
+
+def reason_of(exc: BaseException) -> str:
+    """A short, countable failure reason: the type and the first line of the message."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")[:200]

@@ -8,7 +8,10 @@ from dataclasses import dataclass, field
 from .config import SubstrateSpec
 from .errors import RolloutTaxError, SubstrateUnavailable
 from .options import parse_options
+from .pool import PoolStats, WarmPool
+from .record import Rollout
 from .registry import Registry
+from .sandbox import Sandbox
 from .substrate import Substrate
 
 log = logging.getLogger(__name__)
@@ -23,6 +26,7 @@ class SubstratePool:
     session_id: str
     _substrates: dict[str, Substrate] = field(default_factory=dict)
     _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
+    _warm: dict[str, WarmPool] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Check every spec's options now, so a bad value is a usage error, not N failures.
@@ -51,6 +55,43 @@ class SubstratePool:
                 raise
         return self._substrates[name]
 
+    def start(self, name: str, rollout: Rollout, *, timeout: float | None = None) -> Sandbox:
+        """A fresh sandbox of ``name`` for ``rollout``: claimed from its warm pool if it has
+        one (``pool=K``), else cold-started."""
+        substrate = self.get(name)
+        warm = self.warm_pool(name)
+        if warm is None:
+            return substrate.start(rollout, timeout=timeout)
+        return warm.claim(rollout, timeout=timeout)
+
+    def warm_pool(self, name: str) -> WarmPool | None:
+        """The warm pool of ``name`` (made on first use), or None without ``pool=K``."""
+        substrate = self.get(name)
+        if substrate.options.pool < 1:
+            return None
+        if name not in self._warm:
+            self._warm[name] = WarmPool(substrate, substrate.options.pool)
+        return self._warm[name]
+
+    def fill_pools(self) -> None:
+        """Start filling the warm pool of every selected substrate that has one and is usable."""
+        for name in self.specs:
+            try:
+                warm = self.warm_pool(name)
+            except RolloutTaxError:
+                continue  # its rollouts report why
+            if warm is not None:
+                warm.fill()
+
+    def close_pools(self) -> dict[str, PoolStats]:
+        """Destroy every unclaimed pooled sandbox; what each pool did, by substrate name."""
+        stats = {}
+        for name, warm in self._warm.items():
+            warm.close()
+            stats[name] = warm.stats
+        self._warm.clear()
+        return stats
+
     def reap_session(self, names: list[str] | None = None) -> int:
         """Remove whatever this session left behind on ``names`` (default: those in use)."""
         removed = 0
@@ -62,6 +103,7 @@ class SubstratePool:
         return removed
 
     def close(self) -> None:
+        self.close_pools()
         for substrate in self._substrates.values():
             substrate.close()
         self._substrates.clear()

@@ -211,7 +211,9 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     )  # fmt: skip
     assert status == 0, err
     data = json.loads((tmp_path / "out.json").read_text())
-    assert data["projection"] == {"rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0}
+    assert data["projection"] == {
+        "rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0, "fleet": None
+    }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(
         Scale(1_000_000, 150, 2.0),

@@ -38,8 +38,9 @@ def test_report_has_the_schema_of_the_design():
     assert data["schema"] == SCHEMA == "rollout-tax/1"
     assert set(data) == {
         "schema", "created", "plugin_version", "machine", "commit", "projection",
-        "substrates", "spread", "rollouts",
+        "substrates", "spread", "shared_sandboxes", "rollouts",
     }  # fmt: skip
+    assert data["shared_sandboxes"] == []
     local = data["substrates"]["local"]
     assert set(local) == {
         "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
@@ -49,7 +50,8 @@ def test_report_has_the_schema_of_the_design():
         assert set(local[metric]) == STATS_KEYS
     assert set(local["phases"]) == {"create", "first_exec"}
     assert set(data["rollouts"][0]) >= {
-        "test", "substrate", "kind", "transport", "round", "outcome", "cold_start_s", "phases",
+        "test", "substrate", "kind", "transport", "round", "sandbox_id", "outcome", "cold_start_s",
+        "phases",
         "teardown_s", "steps", "action_probes_s", "error",
     }  # fmt: skip
     json.dumps(data, allow_nan=False)
