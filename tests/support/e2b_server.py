@@ -180,6 +180,8 @@ class StandInE2B:
         #: create gets 429, as E2B's rate limit answers. None: no limit.
         self.creates_per_second: int | None = None
         self._creates: deque[float] = deque()
+        #: Creates answered with 429 by that limit.
+        self.rate_limited = 0
         self._sandboxes: dict[str, StandInSandbox] = {}
         self._docker: docker.DockerClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -389,6 +391,7 @@ class StandInE2B:
         while self._creates and self._creates[0] <= now - 1.0:
             self._creates.popleft()
         if len(self._creates) >= self.creates_per_second:
+            self.rate_limited += 1
             return True
         self._creates.append(now)
         return False
