@@ -165,6 +165,7 @@ def build_report(
     plugin_version: str,
     machine: dict,
     commit: dict | None,
+    fleet: Fleet | None = None,
 ) -> dict:
     """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
     report = summarize(
@@ -173,6 +174,7 @@ def build_report(
         plugin_version=plugin_version,
         machine=machine,
         commit=commit,
+        fleet=fleet,
     )
     return {**report, "rollouts": list(report["rollouts"])}
 
