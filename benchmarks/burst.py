@@ -44,7 +44,10 @@ from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 POOL_TARGET = 1 / 3
 
 
-def burst_rows(label: str, substrate: Substrate, levels: list[int]) -> list[list[str]]:
+def burst_rows(
+    label: str, substrate: Substrate, levels: list[int], notes: list[str]
+) -> list[list[str]]:
+    """One table row per level; each level's failure reasons appended to ``notes``."""
     rows = []
     for level in burst.run(substrate, levels):
         stats = Stats.of(level.cold_start_s)
@@ -56,9 +59,13 @@ def burst_rows(label: str, substrate: Substrate, levels: list[int]) -> list[list
                 seconds(stats.p50 if stats else None),
                 seconds(stats.p99 if stats else None),
                 seconds(level.ready_all_s),
-                "; ".join(f"{n}x {why}" for why, n in level.failure_reasons.items())[:90] or "0",
+                str(level.failures),
             ]
         )
+        notes += [
+            f"{label} at {level.concurrency}: {n}x {why}"
+            for why, n in level.failure_reasons.items()
+        ]
     substrate.reap(substrate.session_id)
     return rows
 
@@ -117,7 +124,8 @@ def main() -> int:
     print(
         f"machine: {os.cpu_count()} CPUs, {platform.platform()}, Python {platform.python_version()}"
     )
-    rows = burst_rows("docker", DockerSubstrate(), levels)
+    notes: list[str] = []
+    rows = burst_rows("docker", DockerSubstrate(), levels, notes)
     if not args.skip_standins:
         k8s = KubeAPIStandIn()
         k8s.max_pods = args.k8s_max_pods
@@ -137,11 +145,13 @@ def main() -> int:
             e2b.creates_per_second = args.e2b_rate
             os.environ.update(e2b.env())
             label = "e2b (stand-in)" + (f", {args.e2b_rate} creates/s" if args.e2b_rate else "")
-            rows += burst_rows(label, E2BSubstrate(), levels)
+            rows += burst_rows(label, E2BSubstrate(), levels, notes)
     headers = ["substrate", "N", "creates/s", "p50", "p99", "all ready", "failures"]
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     for row in [headers, *rows]:
         print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
+    for note in notes:
+        print(f"failures: {note}")
     pool_target(args.rollouts, args.steps)
     return 0
 
