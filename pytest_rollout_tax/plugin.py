@@ -423,14 +423,11 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
-        """Before the tests: the bursts (once, in the controller or a serial run; xdist workers
-        wait meanwhile), then each test process starts filling its own warm pools."""
-        if not session.config.option.collectonly and not session.shouldfail:
-            if not self.is_worker:
-                for name in self.settings.specs if self.settings.bursts else ():
-                    self.bursts[name] = self._burst(name)
-            if not self.config.pluginmanager.hasplugin("dsession"):  # not the xdist controller
-                self.pool.fill_pools()
+        """Before the tests, the bursts: once, in the controller or a serial run (xdist workers
+        have collected and wait meanwhile, so nothing else runs on the substrates)."""
+        if self.settings.bursts and not self.is_worker and not session.config.option.collectonly:
+            for name in self.settings.specs:
+                self.bursts[name] = self._burst(name)
         return (yield)
 
     def _burst(self, name: str) -> list[dict]:

@@ -57,11 +57,16 @@ def worker_hours(
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
 
 
-def fleet_hours(scale: Scale, workers: int, rollout_s: float) -> tuple[float, float]:
+def fleet_hours(
+    scale: Scale, workers: int, rollout_s: float, idle_s: float = 0.0
+) -> tuple[float, float]:
     """Wall-clock hours and worker-hours of N rollouts of ``rollout_s`` each on ``workers``
-    concurrent workers: ``ceil(N / W)`` waves one after another."""
+    concurrent workers: ``ceil(N / W)`` waves one after another. A warm pool's idle time per
+    rollout (``idle_s``) costs worker-hours but no wall-clock time: it passes in the background.
+    """
     waves = -(-scale.rollouts // workers)
-    return waves * rollout_s / SECONDS_PER_HOUR, scale.rollouts * rollout_s / SECONDS_PER_HOUR
+    wall = waves * rollout_s / SECONDS_PER_HOUR
+    return wall, scale.rollouts * (rollout_s + idle_s) / SECONDS_PER_HOUR
 
 
 def step_overhead(action_s: float, step_s: float | None = None) -> float:

@@ -65,23 +65,14 @@ class SubstratePool:
         return warm.claim(rollout, timeout=timeout)
 
     def warm_pool(self, name: str) -> WarmPool | None:
-        """The warm pool of ``name`` (made on first use), or None without ``pool=K``."""
+        """The warm pool of ``name`` (made, and filling, from its first claim on), or None
+        without ``pool=K``. Each process has its own: under xdist, one pool per worker."""
         substrate = self.get(name)
         if substrate.options.pool < 1:
             return None
         if name not in self._warm:
             self._warm[name] = WarmPool(substrate, substrate.options.pool)
         return self._warm[name]
-
-    def fill_pools(self) -> None:
-        """Start filling the warm pool of every selected substrate that has one and is usable."""
-        for name in self.specs:
-            try:
-                warm = self.warm_pool(name)
-            except RolloutTaxError:
-                continue  # its rollouts report why
-            if warm is not None:
-                warm.fill()
 
     def close_pools(self) -> dict[str, PoolStats]:
         """Destroy every unclaimed pooled sandbox; what each pool did, by substrate name."""

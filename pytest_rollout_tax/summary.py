@@ -107,8 +107,9 @@ def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
     """The ``fleet`` entry: wall-clock hours and worker-hours of N rollouts on ``workers``
     concurrent workers, from a report entry's means, or None without a cold start and steps.
 
-    The cold start is the claim with a warm pool (plus the pool's idle time per rollout), else
-    the measured burst level nearest to ``workers``, else the rollouts' own.
+    The cold start is the claim with a warm pool (whose idle time per rollout adds worker-hours,
+    not wall-clock time), else the measured burst level nearest to ``workers``, else the
+    rollouts' own.
     """
     if not entry.get("cold_start") or not entry.get("step"):
         return None
@@ -123,9 +124,9 @@ def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
     cold = (level or entry)["cold_start"]["mean"]
     teardown = entry["teardown"]["mean"] if entry.get("teardown") else 0.0
     per_rollout = rollout_seconds(
-        scale, cold_start_s=cold, step_s=entry["step"]["mean"], teardown_s=teardown, idle_s=idle
+        scale, cold_start_s=cold, step_s=entry["step"]["mean"], teardown_s=teardown
     )
-    wall, hours = fleet_hours(scale, workers, per_rollout)
+    wall, hours = fleet_hours(scale, workers, per_rollout, idle)
     return {
         "workers": workers,
         "cold_start_from": source,

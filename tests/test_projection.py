@@ -112,3 +112,5 @@ def test_a_pools_idle_time_is_its_own_term_of_worker_hours():
 def test_a_fleet_runs_in_waves():
     wall, hours = fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0)
     assert (wall, hours) == (3.0, 10.0)  # 3 waves of an hour; 10 rollouts of an hour each
+    # a warm pool's idle time costs worker-hours, not wall-clock time
+    assert fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0, idle_s=1800.0) == (3.0, 15.0)
