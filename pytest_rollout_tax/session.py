@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 
 from .config import SubstrateSpec
 from .errors import RolloutTaxError, SubstrateUnavailable
-from .options import parse_options
 from .pool import PoolStats, WarmPool
 from .record import Rollout
 from .registry import Registry
@@ -38,7 +37,7 @@ class SubstratePool:
                 substrate_class = self.registry.load(spec.kind)
             except SubstrateUnavailable:
                 continue
-            parse_options(substrate_class.Options, spec.options, owner=spec.name)
+            substrate_class.parse(spec.options, owner=spec.name)
 
     def get(self, name: str) -> Substrate:
         """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""

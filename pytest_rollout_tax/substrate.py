@@ -88,16 +88,22 @@ class Substrate(ABC):
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
         self.session_id = session_id or new_id()
-        self.options = parse_options(self.Options, options, owner=self.name)
-        if self.options.transport not in self.transports:
-            raise ConfigError(
-                f"{self.name}.transport={self.options.transport!r}: {self.kind} offers "
-                f"{' and '.join(self.transports)}"
-            )
-        if self.options.pool < 0:
-            raise ConfigError(f"{self.name}.pool={self.options.pool}: expected 0 (no pool) or more")
+        self.options = self.parse(options, owner=self.name)
         self._prepare_lock = threading.Lock()
         self._prepared: RolloutTaxError | bool = False
+
+    @classmethod
+    def parse(cls, options: dict[str, Any], *, owner: str) -> Any:
+        """``options`` as this substrate's Options, checked: a ConfigError names ``owner.key``."""
+        parsed = parse_options(cls.Options, options, owner=owner)
+        if parsed.transport not in cls.transports:
+            raise ConfigError(
+                f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
+                f"{' and '.join(cls.transports)}"
+            )
+        if parsed.pool < 0:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        return parsed
 
     # -- the backend interface -------------------------------------------------------------
 

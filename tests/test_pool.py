@@ -161,3 +161,10 @@ def test_the_readme_workload_passes_on_a_pooled_docker_variant(pytester, sandbox
     assert report["substrates"]["docker-pooled"]["pool"]["hits"] >= 1
     assert all("claim" in r["phases"] for r in report["rollouts"])
     assert len({r["sandbox_id"] for r in report["rollouts"]}) == 3
+
+
+def test_a_negative_pool_is_a_usage_error_before_any_rollout(pytester):
+    pytester.makepyfile("def test_one(sandbox):\n    pass\n")
+    result = pytester.runpytest("--substrate-opt=local.pool=-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: local.pool=-1: expected 0 (no pool) or more"])
