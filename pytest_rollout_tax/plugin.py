@@ -425,15 +425,19 @@ class RolloutTaxPlugin:
     def pytest_runtestloop(self, session: pytest.Session):
         """Before the tests, the bursts: once, in the controller or a serial run (xdist workers
         have collected and wait meanwhile, so nothing else runs on the substrates)."""
-        if self.settings.bursts and not self.is_worker and not session.config.option.collectonly:
+        collected = not session.config.option.collectonly and not session.testsfailed
+        if self.settings.bursts and not self.is_worker and collected:
             for name in self.settings.specs:
                 self.bursts[name] = self._burst(name)
         return (yield)
 
     def _burst(self, name: str) -> list[dict]:
-        """The burst levels of substrate ``name``; an unusable substrate fails every start."""
+        """The burst levels of substrate ``name``: none without credentials (its rollouts are
+        skipped too), and every start failed on a substrate that is unusable otherwise."""
         try:
             substrate = self.pool.get(name)
+        except CredentialsMissing:
+            return []
         except RolloutTaxError as exc:
             return [
                 burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n})).to_dict()

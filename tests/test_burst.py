@@ -127,3 +127,12 @@ def test_bad_burst_and_fleet_options_are_usage_errors(pytester, args, message):
     result = pytester.runpytest(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"{message}*"])
+
+
+def test_a_substrate_without_credentials_has_no_burst(pytester, monkeypatch):
+    monkeypatch.delenv("E2B_API_KEY", raising=False)
+    pytester.makepyfile("def test_one(sandbox):\n    assert sandbox.exec('true').ok\n")
+    result = pytester.runpytest("--substrate=e2b,local", "--rollout-burst=1", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["local burst cold start at 1: p50 *"])
+    result.stdout.no_fnmatch_line("e2b burst*")
