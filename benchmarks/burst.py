@@ -136,9 +136,8 @@ def main() -> int:
                 label = "k8s (stand-in)" + (
                     f", {args.k8s_max_pods} pods/node" if args.k8s_max_pods else ""
                 )
-                rows += burst_rows(
-                    label, KubernetesSubstrate(kubeconfig=str(kubeconfig), ready_timeout=60), levels
-                )
+                substrate = KubernetesSubstrate(kubeconfig=str(kubeconfig), ready_timeout=60)
+                rows += burst_rows(label, substrate, levels, notes)
             finally:
                 k8s.stop()
         with StandInE2B() as e2b:
