@@ -25,7 +25,7 @@ from .record import step_walls
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import project_tax_hours, project_worker_hours
+from .summary import pool_idle_per_rollout, project_tax_hours, project_worker_hours
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
@@ -212,7 +212,9 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     }
     cold, teardown = stats["cold_start"], stats["teardown"]
     return (
-        project_worker_hours(scale, cold, stats["step"], teardown),
+        project_worker_hours(
+            scale, cold, stats["step"], teardown, idle_s=pool_idle_per_rollout(entry)
+        ),
         project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
     )
 

@@ -139,7 +139,9 @@ def test_summary_and_json_report(suite):
 def test_projection_options_and_their_ini_twins(suite):
     suite.makeini("[pytest]\nrollout_project = 1000x10\nrollout_think_time = 2\n")
     suite.runpytest("--rollout-json=report.json").assert_outcomes(passed=2)
-    assert report_of(suite)["projection"] == {"rollouts": 1000, "steps": 10, "think_time_s": 2.0}
+    assert report_of(suite)["projection"] == {
+        "rollouts": 1000, "steps": 10, "think_time_s": 2.0, "fleet": None
+    }  # fmt: skip
     suite.runpytest("--rollout-json=report.json", "--rollout-project=5000")
     assert report_of(suite)["projection"]["steps"] == 150  # from the marker
 
