@@ -20,7 +20,7 @@ from .errors import RolloutTaxError
 from .projection import Scale
 from .report import render_summary, write_json
 from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
-from .summary import spread_of
+from .summary import project_fleet, spread_of
 
 PROG = "python -m pytest_rollout_tax"
 EPILOG = f"""\
@@ -111,6 +111,13 @@ def build_parser() -> Parser:
         type=_seconds,
         metavar="SECONDS",
         help="agent think time per step, added to worker-hours (not to tax-hours)",
+    )
+    proj.add_argument(
+        "--fleet",
+        type=_count,
+        metavar="W",
+        help="also project wall-clock hours and worker-hours on W concurrent workers, using the "
+        "saved burst level nearest to W (as pytest's --rollout-fleet)",
     )
     proj.add_argument(
         "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
@@ -206,7 +213,7 @@ def _substrates(run: SavedRun) -> str:
 
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
-    report = reproject(run.report, args.rollouts, args.steps, args.think_time)
+    report = reproject(run.report, args.rollouts, args.steps, args.think_time, args.fleet)
     written = None
     if args.json:
         try:
@@ -226,9 +233,14 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def reproject(
-    report: dict, rollouts: int | None, steps: int | None, think_time_s: float | None
+    report: dict,
+    rollouts: int | None,
+    steps: int | None,
+    think_time_s: float | None,
+    fleet: int | None = None,
 ) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost and spread redone."""
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost, fleet and spread
+    redone (``fleet`` None: the saved run's own fleet, if it had one)."""
     old = compare.scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
@@ -237,14 +249,18 @@ def reproject(
         think_time_source="option" if think_time_s is not None else old.think_time_source,
     )
     result = copy.deepcopy(report)
+    workers = fleet if fleet is not None else report["projection"].get("fleet")
     result["projection"] = {
         "rollouts": scale.rollouts,
         "steps": scale.steps,
         "think_time_s": scale.think_time_s,
         "think_time_source": scale.think_time_source,
+        "fleet": workers,
     }
     for entry in result["substrates"].values():
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
+        if workers is not None:
+            entry["fleet"] = project_fleet(entry, compare.entry_scale(entry, scale), workers)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None

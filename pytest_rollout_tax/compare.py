@@ -25,7 +25,7 @@ from .record import step_walls
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import project_tax_hours, project_worker_hours
+from .summary import pool_idle_per_rollout, project_tax_hours, project_worker_hours
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
@@ -211,10 +211,11 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
         for metric in ("cold_start", "action", "step", "teardown")
     }
     cold, teardown = stats["cold_start"], stats["teardown"]
-    think = entry.get("think")
-    scale = scale.with_recorded_think(think["mean"] if think else None)
+    scale = entry_scale(entry, scale)
     return (
-        project_worker_hours(scale, cold, stats["step"], teardown),
+        project_worker_hours(
+            scale, cold, stats["step"], teardown, idle_s=pool_idle_per_rollout(entry)
+        ),
         project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
     )
 
@@ -237,6 +238,13 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
         )
         for name, entry in report["substrates"].items()
     }
+
+
+def entry_scale(entry: dict, scale: Scale) -> Scale:
+    """``scale`` for one ``substrates[NAME]`` entry: with its own recorded think time when no
+    option set one (a run that replayed trajectories)."""
+    think = entry.get("think")
+    return scale.with_recorded_think(think["mean"] if think else None)
 
 
 def scale_of(report: dict) -> Scale:

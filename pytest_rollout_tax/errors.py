@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+_SANDBOX_ID = re.compile(r"\b[0-9a-f]{12,}\b")
+
 
 class RolloutTaxError(Exception):
     """Base of every error this package raises on purpose; its message is for the user."""
@@ -29,3 +33,11 @@ class SandboxError(RolloutTaxError):
 
 class StepTimeout(RolloutTaxError):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""
+
+
+def reason_of(exc: BaseException) -> str:
+    """A short, countable failure reason: the type and the first line of the message, with
+    sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once."""
+    text = str(exc).strip()
+    line = _SANDBOX_ID.sub("<id>", text.splitlines()[0] if text else "")
+    return f"{type(exc).__name__}: {line}".rstrip(": ")[:300]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import signal
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,12 +14,13 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, compare
+from . import __version__, burst, compare
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
-from .errors import CredentialsMissing, RolloutTaxError
+from .errors import ConfigError, CredentialsMissing, RolloutTaxError, reason_of
 from .machine import commit_info, machine_info
 from .marker import Trajectory
+from .pool import PoolStats
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
@@ -28,11 +30,12 @@ from .report import check_json_path, render_summary, write_json
 from .sandbox import Sandbox
 from .session import SubstratePool
 from .substrate import Substrate, new_id
-from .summary import for_saving, summarize
+from .summary import Fleet, for_saving, summarize
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
+POOLS_KEY = "rollout_tax_pools"  # a worker's warm-pool stats, merged on the controller
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
     "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
@@ -70,6 +73,13 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "shape: each recorded action is one step with its recorded output size and exit code "
      "(runs anywhere); exact: the recorded commands as they were, in your image "
      "(default shape)", "string", "shape"),
+    ("--rollout-burst", {"metavar": "N[,N...]"},
+     "before the tests, start N sandboxes at once on each selected substrate, up to their "
+     "first no-op exec, then tear them down; each level in turn, e.g. 1,4,16 (default: none)",
+     "string", ""),
+    ("--rollout-fleet", {"metavar": "W"},
+     "also project wall-clock hours and worker-hours on W concurrent workers, using the burst "
+     "level nearest to W when one was measured (default: none)", "string", ""),
     ("--rollout-json", {"metavar": "PATH"},
      "write the full report (schema rollout-tax/2) to PATH", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
@@ -140,6 +150,10 @@ class Settings:
     probes: int
     scale: Scale
     json_path: str | None
+    #: ``--rollout-burst`` levels (empty: no burst).
+    bursts: list[int]
+    #: ``--rollout-fleet`` workers, or None.
+    fleet: int | None
     #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
     json_steps: str
     gate: compare.Gate
@@ -163,6 +177,12 @@ class Settings:
             json_steps = str(_option(config, "--rollout-json-steps"))
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
+            bursts = _burst_levels(str(_option(config, "--rollout-burst") or ""))
+            fleet = (
+                _number(config, "--rollout-fleet", int, 1)
+                if str(_option(config, "--rollout-fleet") or "").strip()
+                else None
+            )
             think = None
             if _option(config, "--rollout-think-time") is not None:
                 think = _number(config, "--rollout-think-time", float, 0)
@@ -193,12 +213,23 @@ class Settings:
             probes=_number(config, "--rollout-probes", int, 0),
             scale=scale,
             json_path=json_path,
+            bursts=bursts,
+            fleet=fleet,
             json_steps=json_steps,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
             replay_paths=replay_paths,
             replay_mode=replay_mode,
         )
+
+
+def _burst_levels(text: str) -> list[int]:
+    if not text.strip():
+        return []
+    try:
+        return burst.parse_levels(text)
+    except ConfigError as exc:
+        raise ConfigError(f"--rollout-burst={exc}") from None
 
 
 # -- the marker --------------------------------------------------------------------------------
@@ -290,6 +321,8 @@ class RolloutTaxPlugin:
         # bad markers and unreadable trajectories, raised once collection is done
         self.marker_errors: list[str] = []
         self.replay_sources = Sources(settings.replay_paths)
+        self.bursts: dict[str, list[dict]] = {}  # burst levels measured, by substrate
+        self.pool_records: dict[str, list[dict]] = {}  # warm pools' stats (xdist: per worker)
         self._previous_sigterm: Any = None
 
     # -- collection, parametrization and fixtures ------------------------------------------
@@ -367,9 +400,7 @@ class RolloutTaxPlugin:
         rollout = self._begin_rollout(request, target)
         sandbox = None
         try:
-            sandbox = self.pool.get(target.substrate).start(
-                rollout, timeout=target.trajectory.timeout
-            )
+            sandbox = self.pool.start(target.substrate, rollout, timeout=target.trajectory.timeout)
             sandbox.probe(self.settings.probes)
         except RolloutTaxError as exc:
             error = exc
@@ -444,9 +475,37 @@ class RolloutTaxPlugin:
     def pytest_sessionstart(self) -> None:
         self._previous_sigterm = _install_sigterm_handler()
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        """Before the tests, the bursts: once, in the controller or a serial run (xdist workers
+        have collected and wait meanwhile, so nothing else runs on the substrates)."""
+        collected = not session.config.option.collectonly and not session.testsfailed
+        if self.settings.bursts and not self.is_worker and collected:
+            for name in self.settings.specs:
+                self.bursts[name] = self._burst(name)
+        return (yield)
+
+    def _burst(self, name: str) -> list[dict]:
+        """The burst levels of substrate ``name``: none without credentials (its rollouts are
+        skipped too), and every start failed on a substrate that is unusable otherwise."""
+        try:
+            substrate = self.pool.get(name)
+        except CredentialsMissing:
+            return []
+        except RolloutTaxError as exc:
+            return [
+                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n})).to_dict()
+                for n in self.settings.bursts
+            ]
+        return [level.to_dict() for level in burst.run(substrate, self.settings.bursts)]
+
     @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.is_worker:
+        for name, stats in self.pool.close_pools().items():  # unclaimed pooled sandboxes go
+            self.pool_records.setdefault(name, []).append(stats.to_record())
+        if self.is_worker:
+            self.config.workeroutput[POOLS_KEY] = self.pool_records
+        else:
             # xdist workers share one session id: a worker that finishes first must not reap
             # the sandboxes other workers still use (XdistController reaps after a crash).
             self.pool.reap_session()
@@ -464,6 +523,11 @@ class RolloutTaxPlugin:
             machine=machine_info(),
             commit=commit_info(self.config.rootpath),
             steps=self.settings.json_steps,
+            fleet=Fleet(
+                bursts=self.bursts,
+                pools={n: PoolStats.merge(r) for n, r in self.pool_records.items() if r},
+                workers=self.settings.fleet,
+            ),
         )
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
@@ -480,7 +544,8 @@ class RolloutTaxPlugin:
         verdict = self.settings.gate.finish(for_saving(report), save=not interrupted)
         self.summary_lines += verdict.summary
         self.regression_lines = verdict.regression
-        if verdict.failed and session.exitstatus == pytest.ExitCode.OK:
+        failed = verdict.failed or bool(report["shared_sandboxes"])
+        if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
@@ -515,7 +580,10 @@ class XdistController:
 
     def pytest_testnodedown(self, node, error) -> None:
         self.crashed = self.crashed or error is not None
-        usage_errors = getattr(node, "workeroutput", {}).get(USAGE_ERRORS_KEY)
+        output = getattr(node, "workeroutput", {})
+        for name, records in output.get(POOLS_KEY, {}).items():  # one warm pool per worker
+            self.plugin.pool_records.setdefault(name, []).extend(records)
+        usage_errors = output.get(USAGE_ERRORS_KEY)
         if usage_errors:  # a bad marker found by the worker's collection
             raise pytest.UsageError(*usage_errors)
 

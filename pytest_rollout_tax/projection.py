@@ -53,11 +53,37 @@ class Scale:
         return dataclasses.replace(self, think_time_s=think_s, think_time_source="recorded")
 
 
-def worker_hours(scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float) -> float:
-    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown)``;
-    think is the agent's model time per step, its own term."""
-    per_rollout = cold_start_s + scale.steps * (step_s + scale.think_time_s) + teardown_s
+def rollout_seconds(
+    scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float, idle_s: float = 0.0
+) -> float:
+    """Seconds one rollout occupies: ``cold + S * (step + think) + teardown + idle``.
+
+    ``idle_s`` is a warm pool's idle sandbox time per claimed rollout (0 without a pool).
+    """
+    return cold_start_s + scale.steps * (step_s + scale.think_time_s) + teardown_s + idle_s
+
+
+def worker_hours(
+    scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float, idle_s: float = 0.0
+) -> float:
+    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown
+    + idle)``, the last term a warm pool's idle sandbox time per rollout."""
+    per_rollout = rollout_seconds(
+        scale, cold_start_s=cold_start_s, step_s=step_s, teardown_s=teardown_s, idle_s=idle_s
+    )
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
+
+
+def fleet_hours(
+    scale: Scale, workers: int, rollout_s: float, idle_s: float = 0.0
+) -> tuple[float, float]:
+    """Wall-clock hours and worker-hours of N rollouts of ``rollout_s`` each on ``workers``
+    concurrent workers: ``ceil(N / W)`` waves one after another. A warm pool's idle time per
+    rollout (``idle_s``) costs worker-hours but no wall-clock time: it passes in the background.
+    """
+    waves = -(-scale.rollouts // workers)
+    wall = waves * rollout_s / SECONDS_PER_HOUR
+    return wall, scale.rollouts * (rollout_s + idle_s) / SECONDS_PER_HOUR
 
 
 def step_overhead(action_s: float, step_s: float | None = None) -> float:

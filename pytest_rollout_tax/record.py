@@ -48,6 +48,8 @@ class Rollout:
     #: How steps reached the sandbox: ``exec`` or ``session``.
     transport: str = ""
     round: int = 1
+    #: The sandbox it ran in: container id, pod name, instance id, E2B id, local directory.
+    sandbox_id: str | None = None
     #: The trajectory length the test stands for (marker ``steps``), for projection.
     planned_steps: int | None = None
     outcome: str = "pending"
@@ -80,6 +82,7 @@ class Rollout:
             "kind": self.kind,
             "transport": self.transport,
             "round": self.round,
+            "sandbox_id": self.sandbox_id,
             "planned_steps": self.planned_steps,
             "outcome": self.outcome,
             "cold_start_s": self.cold_start_s,

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from tabulate import tabulate
 
+from . import burst
 from .errors import ConfigError
 from .stats import MIN_SAMPLES_FOR_P95
 
@@ -101,6 +102,13 @@ def render_summary(report: dict) -> list[str]:
             + (f" at {think_time(think, source)}/step" if think else "")
         )
     notes += variant_lines(report["substrates"])
+    for shared in report.get("shared_sandboxes") or []:
+        notes.append(
+            f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
+            f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
+        )
+    for name, sub in report["substrates"].items():
+        notes += fleet_lines(name, sub)
     for name, sub in report["substrates"].items():
         if sub.get("cost_usd") is not None:  # the substrate knows its price (ec2.price_per_hour)
             notes.append(
@@ -127,6 +135,66 @@ def render_summary(report: dict) -> list[str]:
 def think_time(think: float, source: str) -> str:
     """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
     return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
+
+
+def fleet_lines(name: str, entry: dict) -> list[str]:
+    """The burst, warm-pool and fleet lines of one substrate (none when not measured)."""
+    lines = []
+    if entry.get("burst"):
+        lines.append(burst_line(name, entry["burst"]))
+    pool = entry.get("pool")
+    if pool:
+        claims = pool["hits"] + pool["misses"]
+        created = pool["creations"]
+        line = (
+            f"{name} warm pool of {pool['size']}"
+            + (f" x {pool['pools']} processes" if pool["pools"] > 1 else "")
+            + f": {pool['hits']}/{claims} claims found a sandbox ready; claim p50 "
+            f"{_stat(entry['cold_start'], 'p50')} vs pool creation p50 {_stat(created, 'p50')}; "
+            f"idle {seconds(pool['idle_sandbox_s'])} in all"
+        )
+        if claims and created and entry["cold_start"]:
+            saved = created["mean"] - entry["cold_start"]["mean"]
+            idle = pool["idle_sandbox_s"] / claims
+            verdict = "pays for itself" if saved > idle else "costs more than it saves"
+            line += (
+                f"; per rollout it saves {seconds(max(saved, 0.0))} of cold start and adds "
+                f"{seconds(idle)} idle: it {verdict}"
+            )
+        if pool["creation_failures"]:
+            reasons = "; ".join(f"{n}x {why}" for why, n in pool["failure_reasons"].items())
+            line += f"; {pool['creation_failures']} pool creation(s) failed: {reasons}"
+        lines.append(line)
+    fleet = entry.get("fleet")
+    if fleet:
+        lines.append(
+            f"{name} fleet of {fleet['workers']:,} workers: {hours(fleet['wall_clock_hours'])} "
+            f"wall-clock hours, {hours(fleet['worker_hours'])} worker-hours (cold start "
+            f"{seconds(fleet['cold_start_s'])} from {fleet['cold_start_from']})"
+        )
+    return lines
+
+
+def burst_line(name: str, levels: list[dict]) -> str:
+    """One line of a substrate's burst levels, naming the knee."""
+    parts = []
+    for level in levels:
+        part = f"{level['concurrency']}: p50 {_stat(level['cold_start'], 'p50')}"
+        if level["creates_per_s"] is not None:
+            part += f", {level['creates_per_s']:.3g} creates/s"
+        if level["failures"]:
+            reasons = "; ".join(f"{n}x {why}" for why, n in level["failure_reasons"].items())
+            part += f", {level['failures']} failed ({reasons})"
+        parts.append(part)
+    line = f"{name} burst cold start at " + " | ".join(parts)
+    if len(levels) > 1:
+        found = burst.knee(levels)
+        line += (
+            f"; knee at {found} (p50 > 2x the lowest level's)"
+            if found
+            else "; no knee (p50 within 2x of the lowest level's)"
+        )
+    return line
 
 
 def variant_lines(substrates: dict[str, dict]) -> list[str]:

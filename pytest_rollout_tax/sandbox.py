@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import contract
-from .errors import SandboxError
+from .errors import SandboxError, SandboxStartError
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
 
@@ -132,6 +132,15 @@ class Sandbox:
                 raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
         self.rollout.action_probes_s.extend(samples)
         return samples
+
+    def first_exec(self) -> None:
+        """Run the no-op that ends a cold start (not a step); SandboxStartError if it fails."""
+        first = self.transport.run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+        if first.exit_code != 0:
+            raise SandboxStartError(
+                f"{self.substrate.name}: the first no-op exec exited {first.exit_code}: "
+                f"{first.reason()}"
+            )
 
     @property
     def closed(self) -> bool:

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from .config import SubstrateSpec
 from .errors import RolloutTaxError, SubstrateUnavailable
-from .options import parse_options
+from .pool import PoolStats, WarmPool
+from .record import Rollout
 from .registry import Registry
+from .sandbox import Sandbox
 from .substrate import Substrate
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,7 @@ class SubstratePool:
     session_id: str
     _substrates: dict[str, Substrate] = field(default_factory=dict)
     _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
+    _warm: dict[str, WarmPool] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Check every spec's options now, so a bad value is a usage error, not N failures.
@@ -34,7 +37,7 @@ class SubstratePool:
                 substrate_class = self.registry.load(spec.kind)
             except SubstrateUnavailable:
                 continue
-            parse_options(substrate_class.Options, spec.options, owner=spec.name)
+            substrate_class.parse(spec.options, owner=spec.name)
 
     def get(self, name: str) -> Substrate:
         """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""
@@ -51,6 +54,34 @@ class SubstratePool:
                 raise
         return self._substrates[name]
 
+    def start(self, name: str, rollout: Rollout, *, timeout: float | None = None) -> Sandbox:
+        """A fresh sandbox of ``name`` for ``rollout``: claimed from its warm pool if it has
+        one (``pool=K``), else cold-started."""
+        substrate = self.get(name)
+        warm = self.warm_pool(name)
+        if warm is None:
+            return substrate.start(rollout, timeout=timeout)
+        return warm.claim(rollout, timeout=timeout)
+
+    def warm_pool(self, name: str) -> WarmPool | None:
+        """The warm pool of ``name`` (made, and filling, from its first claim on), or None
+        without ``pool=K``. Each process has its own: under xdist, one pool per worker."""
+        substrate = self.get(name)
+        if substrate.options.pool < 1:
+            return None
+        if name not in self._warm:
+            self._warm[name] = WarmPool(substrate, substrate.options.pool)
+        return self._warm[name]
+
+    def close_pools(self) -> dict[str, PoolStats]:
+        """Destroy every unclaimed pooled sandbox; what each pool did, by substrate name."""
+        stats = {}
+        for name, warm in self._warm.items():
+            warm.close()
+            stats[name] = warm.stats
+        self._warm.clear()
+        return stats
+
     def reap_session(self, names: list[str] | None = None) -> int:
         """Remove whatever this session left behind on ``names`` (default: those in use)."""
         removed = 0
@@ -62,6 +93,7 @@ class SubstratePool:
         return removed
 
     def close(self) -> None:
+        self.close_pools()
         for substrate in self._substrates.values():
             substrate.close()
         self._substrates.clear()

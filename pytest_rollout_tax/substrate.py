@@ -22,7 +22,7 @@ from .errors import ConfigError, RolloutTaxError, SandboxStartError
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Sandbox
-from .transport import NOOP, Transport
+from .transport import Transport
 
 SESSION_LABEL = "rollout-tax.io/session"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
@@ -35,6 +35,8 @@ class SubstrateOptions:
     #: How steps reach a sandbox: ``exec`` (one exec API call per step) or ``session``
     #: (one long-lived shell per sandbox, opened during the cold start).
     transport: str = "exec"
+    #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
+    pool: int = 0
 
 
 @dataclass
@@ -86,14 +88,22 @@ class Substrate(ABC):
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
         self.session_id = session_id or new_id()
-        self.options = parse_options(self.Options, options, owner=self.name)
-        if self.options.transport not in self.transports:
-            raise ConfigError(
-                f"{self.name}.transport={self.options.transport!r}: {self.kind} offers "
-                f"{' and '.join(self.transports)}"
-            )
+        self.options = self.parse(options, owner=self.name)
         self._prepare_lock = threading.Lock()
         self._prepared: RolloutTaxError | bool = False
+
+    @classmethod
+    def parse(cls, options: dict[str, Any], *, owner: str) -> Any:
+        """``options`` as this substrate's Options, checked: a ConfigError names ``owner.key``."""
+        parsed = parse_options(cls.Options, options, owner=owner)
+        if parsed.transport not in cls.transports:
+            raise ConfigError(
+                f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
+                f"{' and '.join(cls.transports)}"
+            )
+        if parsed.pool < 0:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        return parsed
 
     # -- the backend interface -------------------------------------------------------------
 
@@ -135,9 +145,7 @@ class Substrate(ABC):
         """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
         timeout = contract.check_timeout(timeout)
         self._ensure_prepared()
-        rollout = rollout or Rollout(substrate=self.name)
-        rollout.kind, rollout.transport = self.kind, self.transport
-        rollout.price_per_hour = self.price_per_hour
+        rollout = self.stamp(rollout or Rollout(substrate=self.name))
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
         clock = PhaseClock(rollout.phases)
         try:
@@ -154,13 +162,10 @@ class Substrate(ABC):
             timeout=timeout,
             started=clock.started,
         )
+        rollout.sandbox_id = handle.id
         try:
             sandbox.transport.open(clock)
-            first = sandbox.transport.run(list(NOOP), timeout=timeout, env=None, cwd=handle.workdir)
-            if first.exit_code != 0:
-                raise SandboxStartError(
-                    f"{self.name}: the first no-op exec exited {first.exit_code}: {first.reason()}"
-                )
+            sandbox.first_exec()
             clock.mark("first_exec")
             rollout.cold_start_s = clock.cold_start()
             self.after_cold_start(handle, rollout)
@@ -169,6 +174,12 @@ class Substrate(ABC):
                 sandbox.close()
             raise
         return sandbox
+
+    def stamp(self, rollout: Rollout) -> Rollout:
+        """``rollout`` with this substrate's kind, transport and price filled in."""
+        rollout.kind, rollout.transport = self.kind, self.transport
+        rollout.price_per_hour = self.price_per_hour
+        return rollout
 
     def _ensure_prepared(self) -> None:
         """Run :meth:`_prepare` once per substrate; its error fails every later start too."""

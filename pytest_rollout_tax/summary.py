@@ -6,9 +6,12 @@ import dataclasses
 import datetime as dt
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
+from . import burst
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
-from .projection import Scale, spread, tax_hours, worker_hours
+from .pool import PoolStats
+from .projection import Scale, fleet_hours, rollout_seconds, spread, tax_hours, worker_hours
 from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
 from .stats import Stats
 
@@ -17,15 +20,33 @@ SCHEMA = "rollout-tax/2"
 READABLE_SCHEMAS = ("rollout-tax/1", SCHEMA)
 
 
-def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict:
+@dataclass(frozen=True)
+class Fleet:
+    """What a session measured beyond its rollouts: bursts and warm pools, by substrate, and
+    the fleet size to project for (``--rollout-fleet``)."""
+
+    #: ``burst.BurstLevel.to_dict()`` items, by substrate name.
+    bursts: dict[str, list[dict]] = field(default_factory=dict)
+    #: Warm pools' stats, by substrate name (xdist: merged over the workers' pools).
+    pools: dict[str, PoolStats] = field(default_factory=dict)
+    #: Concurrent workers to project wall-clock hours for, or None.
+    workers: int | None = None
+
+
+def summarize_substrate(
+    rows: list[Row], samples: Samples, scale: Scale, fleet: Fleet | None = None, name: str = ""
+) -> dict:
     """One ``substrates[NAME]`` entry of the report, from its rows in report order."""
+    fleet = fleet or Fleet()
     cold = Stats.of(samples.cold_start)
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
     teardown = Stats.of(samples.teardown)
     think = Stats.of(samples.think)
     scale = scale.with_recorded_think(think.mean if think else None)
-    hours = project_worker_hours(scale, cold, step, teardown)
+    pool = fleet.pools.get(name)
+    idle = pool.idle_per_claim_s if pool else 0.0
+    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
@@ -47,6 +68,12 @@ def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
     }
+    if name in fleet.bursts:
+        entry["burst"] = fleet.bursts[name]
+    if pool is not None:
+        entry["pool"] = pool.to_dict()
+    if fleet.workers is not None:
+        entry["fleet"] = project_fleet(entry, scale, fleet.workers)
     if price is not None:  # optional keys: only substrates that know their price have them
         entry["price_per_hour"] = price
         entry["cost_usd"] = hours * price if hours is not None else None
@@ -54,9 +81,15 @@ def summarize_substrate(rows: list[Row], samples: Samples, scale: Scale) -> dict
 
 
 def project_worker_hours(
-    scale: Scale, cold: Stats | None, step: Stats | None, teardown: Stats | None
+    scale: Scale,
+    cold: Stats | None,
+    step: Stats | None,
+    teardown: Stats | None,
+    *,
+    idle_s: float = 0.0,
 ) -> float | None:
-    """Projected worker-hours from the means, or None without a cold start and steps."""
+    """Projected worker-hours from the means (plus a warm pool's idle time per rollout), or
+    None without a cold start and steps."""
     if cold is None or step is None:
         return None
     return worker_hours(
@@ -64,7 +97,50 @@ def project_worker_hours(
         cold_start_s=cold.mean,
         step_s=step.mean,
         teardown_s=teardown.mean if teardown else 0.0,
+        idle_s=idle_s,
     )
+
+
+def pool_idle_per_rollout(entry: dict) -> float:
+    """A report entry's warm-pool idle seconds per claimed rollout (0 without a pool)."""
+    pool = entry.get("pool")
+    claims = pool["hits"] + pool["misses"] if pool else 0
+    return pool["idle_sandbox_s"] / claims if claims else 0.0
+
+
+def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
+    """The ``fleet`` entry: wall-clock hours and worker-hours of N rollouts on ``workers``
+    concurrent workers, from a report entry's means, or None without a cold start and steps.
+
+    The cold start is the claim with a warm pool (whose idle time per rollout adds worker-hours,
+    not wall-clock time), else the measured burst level nearest to ``workers``, else the
+    rollouts' own.
+    """
+    if not entry.get("cold_start") or not entry.get("step"):
+        return None
+    idle = pool_idle_per_rollout(entry)
+    level = None if entry.get("pool") else burst.nearest(entry.get("burst") or [], workers)
+    if entry.get("pool"):
+        source = f"warm pool claims (pool={entry['pool']['size']}), with its idle time"
+    elif level is not None:
+        source = f"burst level {level['concurrency']}"
+    else:
+        source = "rollouts (no burst measured)"
+    cold = (level or entry)["cold_start"]["mean"]
+    teardown = entry["teardown"]["mean"] if entry.get("teardown") else 0.0
+    per_rollout = rollout_seconds(
+        scale, cold_start_s=cold, step_s=entry["step"]["mean"], teardown_s=teardown
+    )
+    wall, hours = fleet_hours(scale, workers, per_rollout, idle)
+    return {
+        "workers": workers,
+        "cold_start_from": source,
+        "burst_level": level["concurrency"] if level else None,
+        "cold_start_s": cold,
+        "idle_s": idle,
+        "wall_clock_hours": wall,
+        "worker_hours": hours,
+    }
 
 
 def project_tax_hours(
@@ -95,6 +171,7 @@ def build_report(
     plugin_version: str,
     machine: dict,
     commit: dict | None,
+    fleet: Fleet | None = None,
 ) -> dict:
     """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
     report = summarize(
@@ -103,6 +180,7 @@ def build_report(
         plugin_version=plugin_version,
         machine=machine,
         commit=commit,
+        fleet=fleet,
     )
     return {**report, "rollouts": list(report["rollouts"])}
 
@@ -115,6 +193,7 @@ def summarize(
     machine: dict,
     commit: dict | None,
     steps: str = "all",
+    fleet: Fleet | None = None,
 ) -> dict:
     """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
 
@@ -127,7 +206,7 @@ def summarize(
     for row in recorded:
         by_substrate.setdefault(row.fields["substrate"], []).append(row)
     substrates = {
-        name: summarize_substrate(group, aggregate.samples[name], scale)
+        name: summarize_substrate(group, aggregate.samples[name], scale, fleet, name)
         for name, group in sorted(by_substrate.items())
     }
     think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
@@ -143,9 +222,11 @@ def summarize(
             "steps": scale.steps,
             "think_time_s": scale.think_time_s,
             "think_time_source": scale.think_time_source,
+            "fleet": fleet.workers if fleet else None,
         },
         "substrates": substrates,
         "spread": spread_of(substrates),
+        "shared_sandboxes": shared_sandboxes(recorded),
         "rollouts": RolloutRows(recorded, STEP_CHOICES[steps]),
     }
 
@@ -180,6 +261,21 @@ def spread_of(substrates: dict[str, dict]) -> dict | None:
         {n: s["worker_hours"] for n, s in substrates.items() if s["worker_hours"] is not None},
     )
     return result.to_dict() if result else None
+
+
+def shared_sandboxes(rows: list[Row]) -> list[dict]:
+    """Every sandbox more than one rollout got (an error: a sandbox serves one rollout)."""
+    users: dict[tuple[str, str], list[str]] = {}
+    for row in rows:
+        sandbox_id = row.fields.get("sandbox_id")
+        if sandbox_id:
+            name = f"{row.fields['test']}[{row.fields['substrate']}-{row.fields['round']}]"
+            users.setdefault((row.fields["substrate"], sandbox_id), []).append(name)
+    return [
+        {"substrate": substrate, "sandbox_id": sandbox_id, "rollouts": names}
+        for (substrate, sandbox_id), names in users.items()
+        if len(names) > 1
+    ]
 
 
 def _most_common(values: Iterable[str]) -> str | None:

@@ -217,6 +217,7 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["projection"] == {
         "rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0, "think_time_source": "option",
+        "fleet": None,
     }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(
@@ -358,3 +359,16 @@ def test_runs_saved_by_schema_1_still_compare_list_and_project(runs: Path, steps
     status, out, _ = cli("project", "old", "--steps", "10", "--json", "old-10.json")
     assert status == 0 and "report written to old-10.json" in out
     assert cli("compare", "old-10.json", "slow", *fail)[0] == 0
+
+
+def test_project_a_fleet(runs: Path, tmp_path: Path) -> None:
+    status, out, err = cli("project", "base", "--fleet", "4", "--json", str(tmp_path / "f.json"))
+    assert status == 0, err
+    data = json.loads((tmp_path / "f.json").read_text())
+    fleet = data["substrates"]["local"]["fleet"]
+    assert data["projection"]["fleet"] == 4 and fleet["workers"] == 4
+    assert fleet["cold_start_from"] == "rollouts (no burst measured)"
+    assert fleet["wall_clock_hours"] == pytest.approx(fleet["worker_hours"] / 4)
+    assert "local fleet of 4 workers: " in out
+    status, _, err = cli("project", "base", "--fleet", "0")
+    assert status == 4 and "--fleet: expected a positive integer, got '0'" in err

@@ -8,6 +8,7 @@ that session's label.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -308,3 +309,117 @@ def _remove(container) -> None:
 
     with contextlib.suppress(docker.errors.NotFound):
         container.remove(force=True)
+
+
+# -- bursts and warm pools ------------------------------------------------------------------
+
+SESSION_HOOK = """
+
+def pytest_sessionstart(session):
+    plugin = session.config.pluginmanager.get_plugin("rollout-tax")
+    with open("session", "w") as out:
+        out.write(plugin.pool.session_id)
+"""
+
+
+def session_containers(docker_client, tmp_path: Path) -> list:
+    """The containers of the session the suite in ``tmp_path`` wrote to its ``session`` file."""
+    if not (tmp_path / "session").exists():
+        return []
+    label = f"{SESSION_LABEL}={(tmp_path / 'session').read_text()}"
+    return docker_client.containers.list(all=True, sparse=True, filters={"label": label})
+
+
+def test_a_burst_and_a_pool_at_session_end_leave_nothing(tmp_path, docker_client):
+    log = write_suite(
+        tmp_path,
+        """
+        import pytest
+
+        @pytest.mark.trajectory(rounds=2)
+        def test_ok(logged):
+            assert logged.exec("ls -A").stdout == ""
+        """,
+    )
+    code, output = run(
+        tmp_path, log, "--rollout-burst=1,2", "--substrate-opt=docker.pool=2",
+        "--rollout-json=report.json",
+    )  # fmt: skip
+    assert code == 0, output
+    assert_no_leftovers(docker_client, log, 2)
+    docker = json.loads((tmp_path / "report.json").read_text())["substrates"]["docker"]
+    assert [level["cold_start"]["n"] for level in docker["burst"]] == [1, 2]
+    pool = docker["pool"]
+    assert (pool["size"], pool["hits"] + pool["misses"]) == (2, 2)
+    assert pool["creations"]["n"] == 4  # 2 unclaimed at session end, destroyed with it
+
+
+def test_ctrl_c_in_the_middle_of_a_burst_leaves_nothing(tmp_path, docker_client):
+    log = write_suite(tmp_path, "def test_never_runs(logged):\n    pass\n")
+    with open(tmp_path / "conftest.py", "a") as conftest:
+        conftest.write(SESSION_HOOK)
+    code, output = interrupt(
+        pytest_command("--rollout-burst=1,2,3,4,5,6"),
+        cwd=tmp_path,
+        env=environment(log),
+        ready=lambda: bool(session_containers(docker_client, tmp_path)),
+        signum=signal.SIGINT,
+    )
+    assert code == 2, output  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in output
+    assert logged(log) == []
+    assert session_containers(docker_client, tmp_path) == []
+
+
+def test_rollout_reap_removes_the_pooled_sandboxes_of_a_killed_session(tmp_path, docker_client):
+    log = write_suite(
+        tmp_path,
+        """
+        import time
+
+        def test_killed(logged):
+            time.sleep(120)
+        """,
+    )
+    with open(tmp_path / "conftest.py", "a") as conftest:
+        conftest.write(SESSION_HOOK)
+
+    def pool_refilled() -> bool:  # the claimed sandbox and 2 pooled ones, all running
+        running = [c for c in session_containers(docker_client, tmp_path) if c.status == "running"]
+        return len(logged(log)) == 1 and len(running) == 3
+
+    code, output = interrupt(
+        pytest_command("--substrate-opt=docker.pool=2"),
+        cwd=tmp_path,
+        env=environment(log),
+        ready=pool_refilled,
+        signum=signal.SIGKILL,
+    )
+    assert code == -signal.SIGKILL, output
+    assert len(session_containers(docker_client, tmp_path)) == 3  # left by the killed session
+    code, output = run(tmp_path, log, "--rollout-reap")
+    assert code == 0, output
+    assert session_containers(docker_client, tmp_path) == []
+
+
+def test_one_pool_per_xdist_worker(tmp_path, docker_client):
+    log = write_suite(
+        tmp_path,
+        """
+        import pytest
+
+        @pytest.mark.trajectory(rounds=4)
+        def test_ok(logged):
+            assert logged.exec("ls -A").stdout == ""
+        """,
+    )
+    code, output = run(
+        tmp_path, log, "-p", "xdist", "-n", "2", "--substrate-opt=docker.pool=1",
+        "--rollout-json=report.json",
+    )  # fmt: skip
+    assert code == 0, output
+    assert_no_leftovers(docker_client, log, 4)
+    report = json.loads((tmp_path / "report.json").read_text())
+    pool = report["substrates"]["docker"]["pool"]
+    assert (pool["pools"], pool["size"], pool["hits"] + pool["misses"]) == (2, 1, 4)
+    assert len({r["sandbox_id"] for r in report["rollouts"]}) == 4

@@ -5,6 +5,7 @@ import pytest
 from pytest_rollout_tax.projection import (
     Scale,
     added_hours,
+    fleet_hours,
     spread,
     step_overhead,
     tax_hours,
@@ -113,3 +114,18 @@ def test_recorded_think_time_stands_in_only_when_no_option_set_one():
     free = worker_hours(unset, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
     with_think = worker_hours(recorded, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
     assert with_think - free == pytest.approx(10 * 10 * 3.0 / 3600)
+
+
+def test_a_pools_idle_time_is_its_own_term_of_worker_hours():
+    scale = Scale(rollouts=3600, steps=10)
+    base = worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0)
+    assert worker_hours(
+        scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0, idle_s=0.25
+    ) == pytest.approx(base + 0.25)
+
+
+def test_a_fleet_runs_in_waves():
+    wall, hours = fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0)
+    assert (wall, hours) == (3.0, 10.0)  # 3 waves of an hour; 10 rollouts of an hour each
+    # a warm pool's idle time costs worker-hours, not wall-clock time
+    assert fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0, idle_s=1800.0) == (3.0, 15.0)

@@ -3,9 +3,12 @@ import random
 
 import pytest
 
+from pytest_rollout_tax.burst import BurstLevel
+from pytest_rollout_tax.pool import PoolStats
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step
-from pytest_rollout_tax.summary import SCHEMA, build_report
+from pytest_rollout_tax.report import render_summary
+from pytest_rollout_tax.summary import SCHEMA, Fleet, build_report
 
 STATS_KEYS = {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}
 
@@ -38,8 +41,9 @@ def test_report_has_the_schema_of_the_design():
     assert data["schema"] == SCHEMA == "rollout-tax/2"
     assert set(data) == {
         "schema", "created", "plugin_version", "machine", "commit", "projection",
-        "substrates", "spread", "rollouts",
+        "substrates", "spread", "shared_sandboxes", "rollouts",
     }  # fmt: skip
+    assert data["shared_sandboxes"] == []
     local = data["substrates"]["local"]
     assert set(local) == {
         "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
@@ -49,7 +53,8 @@ def test_report_has_the_schema_of_the_design():
         assert set(local[metric]) == STATS_KEYS
     assert set(local["phases"]) == {"create", "first_exec"}
     assert set(data["rollouts"][0]) >= {
-        "test", "substrate", "kind", "transport", "round", "outcome", "cold_start_s", "phases",
+        "test", "substrate", "kind", "transport", "round", "sandbox_id", "outcome", "cold_start_s",
+        "phases",
         "teardown_s", "steps", "action_probes_s", "error",
     }  # fmt: skip
     json.dumps(data, allow_nan=False)
@@ -142,3 +147,71 @@ def test_tax_hours_never_exceed_worker_hours_in_random_reports():
         scale = Scale(rollouts=rng.randint(1, 10**7), steps=rng.randint(1, 500))
         entry = report(rollouts, scale)["substrates"]["x"]
         assert entry["tax_hours"] <= entry["worker_hours"], entry
+
+
+def test_two_rollouts_in_one_sandbox_are_an_error():
+    first, second, other = rollout("docker", 0.2), rollout("docker", 0.3), rollout("docker", 0.2)
+    first.sandbox_id = second.sandbox_id = "c0ffee"
+    second.round, other.round, other.sandbox_id = 2, 3, "other"
+    data = report([first, second, other])
+    assert data["shared_sandboxes"] == [
+        {
+            "substrate": "docker",
+            "sandbox_id": "c0ffee",
+            "rollouts": ["t.py::test[docker-1][docker-1]", "t.py::test[docker-1][docker-2]"],
+        }
+    ]
+    lines = render_summary(data)
+    assert any(line.startswith("rollout-tax: error: docker: 2 rollouts got the same sandbox c0ffee")
+               for line in lines)  # fmt: skip
+
+
+def pooled(idle_s: float, hits: int = 3, misses: int = 1) -> Fleet:
+    stats = PoolStats(size=2, hits=hits, misses=misses, idle_sandbox_s=idle_s, creation_s=[2.0])
+    return Fleet(pools={"docker": stats})
+
+
+def test_a_pools_idle_time_enters_worker_hours_per_claimed_rollout():
+    rollouts = [rollout("docker", 0.2, step=0.1) for _ in range(2)]
+    without = build_report(rollouts, HOURLY, plugin_version="1", machine={}, commit=None)
+    data = build_report(
+        rollouts, HOURLY, plugin_version="1", machine={}, commit=None, fleet=pooled(idle_s=8.0)
+    )
+    docker = data["substrates"]["docker"]
+    assert docker["pool"]["idle_sandbox_s"] == 8.0 and docker["pool"]["creations"]["n"] == 1
+    # HOURLY: hours equal seconds per rollout; 8 s idle over 4 claims adds 2 s to each
+    assert docker["worker_hours"] == pytest.approx(
+        without["substrates"]["docker"]["worker_hours"] + 2
+    )
+    assert docker["tax_hours"] == without["substrates"]["docker"]["tax_hours"]
+
+
+def test_the_fleet_uses_the_nearest_burst_level_and_says_which():
+    bursts = {"docker": [
+        BurstLevel(1, cold_start_s=[1.0], ready_all_s=1.0).to_dict(),
+        BurstLevel(16, cold_start_s=[5.0] * 16, ready_all_s=6.0).to_dict(),
+    ]}  # fmt: skip
+    rollouts = [rollout("docker", 0.2, step=0.1)]
+    scale = Scale(rollouts=3600, steps=10)
+    data = build_report(
+        rollouts, scale, plugin_version="1", machine={}, commit=None,
+        fleet=Fleet(bursts=bursts, workers=12),
+    )  # fmt: skip
+    fleet = data["substrates"]["docker"]["fleet"]
+    per_rollout = 5.0 + 10 * 0.1 + 0.5  # the level-16 cold start, steps, teardown
+    assert (fleet["burst_level"], fleet["cold_start_from"]) == (16, "burst level 16")
+    assert fleet["worker_hours"] == pytest.approx(per_rollout)
+    assert fleet["wall_clock_hours"] == pytest.approx(300 * per_rollout / 3600)  # 300 waves
+    assert data["projection"]["fleet"] == 12
+    lines = render_summary(data)
+    assert any(line.startswith("docker fleet of 12 workers: ") for line in lines)
+    text = " ".join(line.strip() for line in lines)
+    assert (
+        "docker burst cold start at 1: p50 1s, 1 creates/s | 16: p50 5s, 2.67 creates/s; "
+        "knee at 16 (p50 > 2x the lowest level's)"
+    ) in text
+    no_burst = build_report(
+        rollouts, scale, plugin_version="1", machine={}, commit=None, fleet=Fleet(workers=12)
+    )["substrates"]["docker"]["fleet"]
+    assert no_burst["cold_start_from"] == "rollouts (no burst measured)"
+    assert no_burst["cold_start_s"] == pytest.approx(0.2)

@@ -21,6 +21,8 @@ machine, never E2B's.
 Faults on request: the key :data:`FORBIDDEN_KEY` gets 403 and any key but the server's 401;
 metadata ``{FAULT_KEY: "429"}`` gets a 429 (``Retry-After: 0``, so the SDK retries at once); a
 template other than those configured gets 404; :meth:`StandInE2B.expire` ends a sandbox's life.
+:attr:`StandInE2B.creates_per_second` limits sandbox creations as E2B's API does: beyond it a
+create gets 429 (``Retry-After: 1``).
 
 Standalone (for ``pytest example_suite --substrate=e2b`` by hand)::
 
@@ -43,7 +45,7 @@ import sys
 import tarfile
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -174,6 +176,12 @@ class StandInE2B:
         self.requests: Counter[str] = Counter()
         #: Seconds a started process's start event is held back (a slow edge, for tests).
         self.start_event_delay_s = 0.0
+        #: Sandbox creations accepted per second (sliding one-second window); beyond it a
+        #: create gets 429, as E2B's rate limit answers. None: no limit.
+        self.creates_per_second: int | None = None
+        self._creates: deque[float] = deque()
+        #: Creates answered with 429 by that limit.
+        self.rate_limited = 0
         self._sandboxes: dict[str, StandInSandbox] = {}
         self._docker: docker.DockerClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -324,6 +332,12 @@ class StandInE2B:
             return _error(
                 429, "rate limit exceeded: too many concurrent sandboxes", **{"Retry-After": "0"}
             )
+        if self._over_rate_limit():
+            return _error(
+                429,
+                f"rate limit exceeded: {self.creates_per_second} sandbox creations per second",
+                **{"Retry-After": "1"},
+            )
         image = self._images.get(spec.template_id)
         if image is None:
             return _error(404, f"template '{spec.template_id}' not found")
@@ -368,6 +382,19 @@ class StandInE2B:
             envd_access_token=sandbox.access_token,
         )
         return web.json_response(body.to_dict(), status=201)
+
+    def _over_rate_limit(self) -> bool:
+        """Whether a create now exceeds :attr:`creates_per_second` (else it is counted)."""
+        if self.creates_per_second is None:
+            return False
+        now = time.monotonic()
+        while self._creates and self._creates[0] <= now - 1.0:
+            self._creates.popleft()
+        if len(self._creates) >= self.creates_per_second:
+            self.rate_limited += 1
+            return True
+        self._creates.append(now)
+        return False
 
     async def _list(self, request: web.Request) -> web.Response:
         if denied := self._authorize(request):

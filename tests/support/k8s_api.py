@@ -13,7 +13,9 @@ Faults are requested per pod with the label or annotation ``rollout-tax.test/sim
 ``unschedulable`` (the pod stays Pending with an Unschedulable condition),
 ``image-pull-failure`` (ErrImagePull, then ImagePullBackOff) or ``lost-create-response`` (the
 pod is created, but the connection is reset before the answer). The scheduler also refuses pods
-that a real one would: a node selector the node does not match, more cpu or memory than it has.
+that a real one would: a node selector the node does not match, more cpu or memory than it has;
+and with :attr:`KubeAPIStandIn.max_pods` set, it binds only that many pods at once and leaves
+the rest Pending ("Too many pods") until a bound pod is deleted, as a full node does.
 
 Test infrastructure only: its timings are docker's, never Kubernetes timings.
 
@@ -372,6 +374,8 @@ class PodRuntime:
     containers: dict[str, str] = field(default_factory=dict)  # container name -> docker id
     task: asyncio.Task | None = None
     deleted: bool = False
+    #: Bound to the node: it holds one of the node's pod slots until deleted.
+    bound: bool = False
 
 
 class KubeAPIStandIn:
@@ -404,6 +408,9 @@ class KubeAPIStandIn:
         self.expire_watches = 0
         #: The exec subprotocols offered, in order (a test can restrict them to v4).
         self.exec_protocols: tuple[str, ...] = (V5, V4)
+        #: Pods the node runs at once (its pod capacity); None: no limit. Beyond it the
+        #: scheduler leaves new pods Pending ("Too many pods") until a bound pod is deleted.
+        self.max_pods: int | None = None
         #: The exec websockets open now, by pod name (a test may drop them).
         self._exec_sockets: dict[str, set[web.WebSocketResponse]] = {}
 
@@ -1099,6 +1106,8 @@ class KubeAPIStandIn:
             if self._update(namespace, name, runtime, unschedulable):
                 self._event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
             return
+        if not await self._node_slot(namespace, name, runtime, pod):
+            return
 
         def bind(p: dict) -> None:
             p["spec"]["nodeName"] = NODE_NAME
@@ -1188,6 +1197,33 @@ class KubeAPIStandIn:
             )
 
         self._update(namespace, name, runtime, running)
+
+    async def _node_slot(self, namespace: str, name: str, runtime: PodRuntime, pod: dict) -> bool:
+        """Wait, Pending, until the node has room for one more pod (:attr:`max_pods`), then
+        take it; False if the pod was deleted while it waited."""
+        message = (
+            "0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: "
+            "1 No preemption victims found for incoming pod."
+        )
+        queued = False
+        while self.max_pods is not None and self.max_pods <= sum(
+            r.bound and not r.deleted for r in self.pods.values()
+        ):
+            if runtime.deleted:
+                return False
+            if not queued:
+                queued = True
+
+                def unschedulable(p: dict) -> None:
+                    p["status"]["conditions"] = [
+                        _condition("PodScheduled", "False", "Unschedulable", message)
+                    ]
+
+                if self._update(namespace, name, runtime, unschedulable):
+                    self._event(pod, "Warning", "FailedScheduling", message, "default-scheduler")
+            await asyncio.sleep(0.02)  # the scheduler's next try
+        runtime.bound = not runtime.deleted
+        return runtime.bound
 
     async def _pull(
         self, namespace: str, name: str, runtime: PodRuntime, pod: dict, container: dict
