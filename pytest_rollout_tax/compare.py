@@ -200,6 +200,17 @@ class Side:
         stats = self.stats.get(metric)
         return stats[stat] if stats else None
 
+    @classmethod
+    def of(cls, samples: dict[str, Sequence[float]], scale: Scale) -> Side:
+        """The side raw ``samples`` (per metric) make, its worker-hours projected at ``scale``."""
+        stats = {metric: Stats.of(samples.get(metric, ())) for metric in SAMPLE_METRICS}
+        hours = project_worker_hours(scale, stats["cold_start"], stats["step"], stats["teardown"])
+        return cls(
+            stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
+            worker_hours=hours,
+            samples={metric: list(samples.get(metric, ())) for metric in SAMPLE_METRICS},
+        )
+
 
 def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
     """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``.
@@ -286,6 +297,14 @@ def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome
     )
     status: Status = "failed" if found.credible else "noise"
     return Outcome(substrate, check, status, before, after, found)
+
+
+def judge(
+    checks: Iterable[Check], before: dict[str, Side], after: dict[str, Side]
+) -> list[Outcome]:
+    """The outcome of every check on every substrate both sides measured: the whole gate."""
+    common = [name for name in after if name in before]
+    return [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -387,7 +406,7 @@ def compare_reports(
     if not common:
         lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
         return Verdict(lines)
-    outcomes = [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
+    outcomes = judge(checks, before, after)
     gate = gate_lines(outcomes)
     if any(o.status == "failed" for o in outcomes):
         return Verdict(lines, gate, failed=True)
