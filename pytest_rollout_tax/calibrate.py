@@ -15,11 +15,9 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .compare import Check, Side, judge, scale_of
+from .compare import Check, Side, judge, rollout_samples, scale_of
 from .errors import ConfigError
 from .projection import Scale
-from .record import Rollout
-from .storage import SAMPLE_METRICS
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
 MIN_COMPARISONS = 500
@@ -31,23 +29,8 @@ MAX_ROUNDS = 512
 SEARCH_COMPARISONS = 200
 
 
-@dataclass(frozen=True)
-class Draw:
-    """One rollout's raw samples, per metric: what a resample picks whole."""
-
-    samples: dict[str, tuple[float, ...]]
-
-    @classmethod
-    def of(cls, rollout: Rollout) -> Draw:
-        single = {
-            "cold_start": rollout.cold_start_s,
-            "teardown": rollout.teardown_s,
-            "trajectory": rollout.trajectory_s,
-        }
-        samples = {metric: (v,) for metric, v in single.items() if v is not None}
-        samples["action"] = tuple(rollout.action_probes_s)
-        samples["step"] = tuple(step.wall_s for step in rollout.steps)
-        return cls(samples)
+#: One rollout's raw samples, per metric: what a resample picks whole.
+Draw = dict[str, tuple[float, ...]]
 
 
 @dataclass(frozen=True)
@@ -63,26 +46,16 @@ class Population:
 
     def resample(
         self, rng: random.Random, rounds: int | None = None, factor: float = 1.0
-    ) -> dict[str, list[float]]:
-        """Samples of ``rounds`` rollouts per workload (None: as many as the run had), times
-        ``factor``."""
-        merged: dict[str, list[float]] = {metric: [] for metric in SAMPLE_METRICS}
-        for group in self.workloads:
-            for draw in rng.choices(group, k=rounds or len(group)):
-                for metric, values in draw.samples.items():
-                    merged[metric].extend(values)
-        if factor != 1.0:
-            merged = {m: [v * factor for v in values] for m, values in merged.items()}
-        return merged
+    ) -> list[Draw]:
+        """``rounds`` rollouts per workload (None: as many as the run had), times ``factor``."""
+        drawn = [d for group in self.workloads for d in rng.choices(group, k=rounds or len(group))]
+        if factor == 1.0:
+            return drawn
+        return [{m: tuple(v * factor for v in values) for m, values in d.items()} for d in drawn]
 
     def side(self, scale: Scale) -> Side:
         """The run itself, as the gate sees it."""
-        merged: dict[str, list[float]] = {metric: [] for metric in SAMPLE_METRICS}
-        for group in self.workloads:
-            for draw in group:
-                for metric, values in draw.samples.items():
-                    merged[metric].extend(values)
-        return Side.of(merged, scale)
+        return Side.of([draw for group in self.workloads for draw in group], scale)
 
 
 def populations(report: dict) -> dict[str, Population]:
@@ -92,10 +65,10 @@ def populations(report: dict) -> dict[str, Population]:
     """
     groups: dict[str, dict[str, list[Draw]]] = {}
     for item in report.get("rollouts", []):
-        rollout = Rollout.from_dict(item)
-        workload = rollout.test.replace(f"{rollout.substrate}-{rollout.round}", "", 1)
-        by_workload = groups.setdefault(rollout.substrate, {})
-        by_workload.setdefault(workload, []).append(Draw.of(rollout))
+        substrate = item["substrate"]
+        workload = item.get("test", "").replace(f"{substrate}-{item.get('round')}", "", 1)
+        by_workload = groups.setdefault(substrate, {})
+        by_workload.setdefault(workload, []).append(rollout_samples(item))
     return {
         name: Population(tuple(tuple(group) for group in by_workload.values()))
         for name, by_workload in groups.items()

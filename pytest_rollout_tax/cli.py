@@ -16,7 +16,7 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import calibrate, compare
+from . import calibrate, compare, history
 from .errors import RolloutTaxError
 from .projection import Scale
 from .report import render_summary, write_json
@@ -156,7 +156,37 @@ def build_parser() -> Parser:
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
     cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    hist = commands.add_parser(
+        "history",
+        parents=[storage],
+        help="find change points over the saved runs, per substrate and metric",
+        description="Read the runs saved in --storage, oldest first, and find where each "
+        "series (<substrate>.<metric>.<stat>: p50 and p95 of cold_start, action, step and "
+        "teardown, and worker_hours) changed level: PELT (ruptures) proposes change points, "
+        "a t-test between the runs around each keeps the credible ones. Needs "
+        "pip install 'pytest-rollout-tax[history]'.",
+        epilog=EPILOG,
+    )
+    hist.add_argument(
+        "--max-p",
+        type=_probability,
+        default=history.MAX_P,
+        metavar="P",
+        help="keep change points whose t-test gives p below P (default: %(default)s)",
+    )
+    hist.add_argument("--json", metavar="PATH", help="also write the change points as JSON here")
     return parser
+
+
+def _probability(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return number
 
 
 def _slowdown(text: str) -> float:
@@ -320,11 +350,29 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
+def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json and Path(args.json).is_dir():
+        raise UsageError(f"--json={args.json}: is a directory; name a file")
+    history.require()
+    storage = Storage.at(args.storage)
+    found = history.of_storage(storage, args.max_p)
+    for line in history.render(found, storage, args.max_p):
+        out.write(line + "\n")
+    if args.json:
+        try:
+            path = write_json(args.json, found.to_dict())
+        except OSError as exc:
+            raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
+        out.write(f"change points written to {path}\n")
+    return compare.EXIT_OK
+
+
 COMMANDS = {
     "compare": run_compare,
     "list": run_list,
     "project": run_project,
     "calibrate": run_calibrate,
+    "history": run_history,
 }
 
 

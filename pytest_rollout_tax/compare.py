@@ -81,6 +81,17 @@ class Threshold:
     def crossed(self, baseline: float, now: float, metric: str) -> bool:
         return now - baseline > self.allowed(baseline, metric)
 
+    def raised(self, figures: Sequence[float], baseline: float, metric: str) -> list[float]:
+        """Per-rollout ``figures`` of the baseline grown by the allowed amount: a run right at
+        the threshold. ``baseline`` is the check's figure, which converts an absolute
+        worker-hours threshold to a share."""
+        if self.relative:
+            return [f * (1 + self.value) for f in figures]
+        if metric == "worker_hours":
+            share = self.allowed(baseline, metric) / baseline if baseline > 0 else 0.0
+            return [f * (1 + share) for f in figures]
+        return [f + self.value for f in figures]
+
 
 @dataclass(frozen=True)
 class Check:
@@ -168,19 +179,18 @@ class Evidence:
         return self.p_value is None or self.p_value < ALPHA
 
 
-def evidence(metric: str, baseline: Sequence[float], now: Sequence[float]) -> Evidence:
-    """Run the noise test on two runs' raw samples of ``metric``, if it can run."""
-    if metric == "worker_hours":
-        return Evidence(None, "threshold alone: worker-hours have no per-rollout samples")
+def evidence(baseline: Sequence[float], now: Sequence[float]) -> Evidence:
+    """Run the noise test on two runs' per-rollout figures (``Side.units``), if it can run."""
     if len(baseline) < MIN_SAMPLES or len(now) < MIN_SAMPLES:
         return Evidence(
             None,
-            f"threshold alone: {len(baseline)}/{len(now)} samples, the noise test needs "
+            f"threshold alone: {len(baseline)}/{len(now)} rollouts, the noise test needs "
             f"{MIN_SAMPLES} a side",
         )
     p = mann_whitney_greater(baseline, now)
     relation = "<" if p < ALPHA else ">="
-    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} (n={len(baseline)}/{len(now)})")
+    n = f"n={len(baseline)}/{len(now)} rollouts"
+    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} ({n})")
 
 
 # -- one run's figures for one substrate ------------------------------------------------------
@@ -192,7 +202,10 @@ class Side:
 
     stats: dict[str, dict | None]
     worker_hours: float | None
-    samples: dict[str, list[float]]
+    #: Each rollout's raw samples, per metric: the noise test's unit is the rollout.
+    rollouts: tuple[dict[str, Sequence[float]], ...] = ()
+    #: Steps per rollout in the projection: a rollout's worker time for ``worker_hours``.
+    steps: int = 0
 
     def value(self, metric: str, stat: str) -> float | None:
         if metric == "worker_hours":
@@ -200,16 +213,53 @@ class Side:
         stats = self.stats.get(metric)
         return stats[stat] if stats else None
 
+    def units(self, metric: str, stat: str) -> list[float]:
+        """The noise test's samples: one figure per rollout that has one.
+
+        A metric measured once per rollout gives that sample; ``action`` and ``step`` give the
+        check's STAT over the rollout's own samples (they share a sandbox, so they are not
+        independent); ``worker_hours`` gives the rollout's projected worker time.
+        """
+        figures = []
+        for rollout in self.rollouts:
+            if metric == "worker_hours":
+                cold, steps = rollout.get("cold_start"), rollout.get("step")
+                if cold and steps:
+                    mean_step = math.fsum(steps) / len(steps)
+                    teardown = sum(rollout.get("teardown", ()))
+                    figures.append(cold[0] + self.steps * mean_step + teardown)
+            elif len(values := rollout.get(metric, ())) > 1:
+                figures.append(getattr(Stats.of(values), stat))
+            elif values:
+                figures.append(values[0])
+        return figures
+
     @classmethod
-    def of(cls, samples: dict[str, Sequence[float]], scale: Scale) -> Side:
-        """The side raw ``samples`` (per metric) make, its worker-hours projected at ``scale``."""
-        stats = {metric: Stats.of(samples.get(metric, ())) for metric in SAMPLE_METRICS}
+    def of(cls, rollouts: Sequence[dict[str, Sequence[float]]], scale: Scale) -> Side:
+        """The side ``rollouts`` (raw samples per metric) make; worker-hours at ``scale``."""
+        stats = {
+            metric: Stats.of(v for rollout in rollouts for v in rollout.get(metric, ()))
+            for metric in SAMPLE_METRICS
+        }
         hours = project_worker_hours(scale, stats["cold_start"], stats["step"], stats["teardown"])
         return cls(
             stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
             worker_hours=hours,
-            samples={metric: list(samples.get(metric, ())) for metric in SAMPLE_METRICS},
+            rollouts=tuple(rollouts),
+            steps=scale.steps or 0,
         )
+
+
+def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
+    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
+    samples = {
+        metric: (item[f"{metric}_s"],)
+        for metric in ("cold_start", "teardown", "trajectory")
+        if item.get(f"{metric}_s") is not None
+    }
+    samples["action"] = tuple(item.get("action_probes_s", ()))
+    samples["step"] = tuple(step_walls(item.get("steps")))
+    return samples
 
 
 def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
@@ -230,19 +280,15 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
 
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
-    samples: dict[str, dict[str, list[float]]] = {}
-    for rollout in report.get("rollouts", []):
-        into = samples.setdefault(rollout["substrate"], {m: [] for m in SAMPLE_METRICS})
-        for metric in ("cold_start", "teardown", "trajectory"):
-            if rollout.get(f"{metric}_s") is not None:
-                into[metric].append(rollout[f"{metric}_s"])
-        into["action"] += rollout.get("action_probes_s", [])
-        into["step"] += step_walls(rollout.get("steps"))
+    rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
+    for item in report.get("rollouts", []):
+        rollouts.setdefault(item["substrate"], []).append(rollout_samples(item))
     return {
         name: Side(
             stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
             worker_hours=project_entry(entry, scale)[0],
-            samples=samples.get(name, {m: [] for m in SAMPLE_METRICS}),
+            rollouts=tuple(rollouts.get(name, ())),
+            steps=scale.steps or 0,
         )
         for name, entry in report["substrates"].items()
     }
@@ -291,9 +337,8 @@ def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome
     if not check.threshold.crossed(before, after, check.metric):
         return Outcome(substrate, check, "passed", before, after)
     found = evidence(
-        check.metric,
-        baseline.samples.get(check.metric, []),
-        now.samples.get(check.metric, []),
+        check.threshold.raised(baseline.units(check.metric, check.stat), before, check.metric),
+        now.units(check.metric, check.stat),
     )
     status: Status = "failed" if found.credible else "noise"
     return Outcome(substrate, check, status, before, after, found)

@@ -120,14 +120,15 @@ def test_resamples_draw_whole_rollouts_per_workload():
     report["rollouts"] += other["rollouts"]
     (population,) = populations(report).values()
     assert sorted(len(group) for group in population.workloads) == [2, 3]
-    samples = population.resample(random.Random(0))
-    assert len(samples["cold_start"]) == 5
-    assert len(samples["step"]) == 4 * 3 + 1 * 2
-    for cold in samples["cold_start"][:3]:  # test_x: 4 steps of cold/100 each
-        assert samples["step"].count(cold / 100) >= 4
+    drawn = population.resample(random.Random(0))
+    assert len(drawn) == 5
+    assert sum(len(d["step"]) for d in drawn) in range(5, 4 * 3 + 2 * 1 + 1)
+    for draw in drawn:  # each rollout keeps its own steps: cold/100 each
+        assert draw["step"] == (draw["cold_start"][0] / 100,) * len(draw["step"])
     slower = population.resample(random.Random(0), rounds=7, factor=2.0)
-    assert len(slower["cold_start"]) == 14
-    assert min(slower["cold_start"]) >= 2.0
+    assert len(slower) == 14
+    assert min(d["cold_start"][0] for d in slower) >= 2.0
+    assert slower[0]["step"][0] == pytest.approx(slower[0]["cold_start"][0] / 100)
 
 
 def test_default_slowdown_is_twice_the_largest_threshold():

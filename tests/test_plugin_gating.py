@@ -170,7 +170,7 @@ def test_autosave_names_the_commit(suite: pytest.Pytester) -> None:
 
 
 def test_ten_times_slower_fails_with_a_regression_section(suite: pytest.Pytester) -> None:
-    write_baseline(suite, "main", saved_run(suite), 0.1)  # the baseline was 10x faster
+    write_baseline(suite, "main", saved_run(suite), 0.01)  # the baseline was 100x faster
     result = run(
         suite,
         "--rollout-compare=main",
@@ -378,7 +378,7 @@ def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
     assert result.ret == 1
     assert result.stdout.str().count("rollout tax regression") == 1
     failed = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
-    assert len(failed) == 1 and "(n=18/18)" in failed[0]  # all workers' samples
+    assert len(failed) == 1 and "(n=6/6 rollouts)" in failed[0]  # all workers' rollouts
 
 
 @needs_xdist
