@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from tabulate import tabulate
@@ -404,6 +405,8 @@ class Verdict:
     #: The body of the "rollout tax regression" section; empty unless a check failed.
     regression: list[str] = field(default_factory=list)
     failed: bool = False
+    #: The files this run was saved to (by ``Gate.finish``).
+    saved: tuple[Path, ...] = ()
 
     @property
     def lines(self) -> list[str]:
@@ -598,21 +601,25 @@ class Gate:
                 baseline_label=self.baseline.label,
                 current_label=run_label(report),
             )
+        paths: list[Path] = []
         if save:
-            saved = self._save(report)
+            saved = self._save(report, paths)
         elif self.save is not None or self.autosave:
             saved = ["rollout-tax: the session was interrupted: this run is not saved"]
         else:
             saved = []
-        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed)
+        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths))
 
-    def _save(self, report: dict) -> list[str]:
-        lines = []
+    def _save(self, report: dict, paths: list[Path]) -> list[str]:
+        """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
         try:
             if self.save is not None:
-                lines.append(f"run saved to {self.storage.save(self.save, report)}")
+                paths.append(self.storage.save(self.save, report))
             if self.autosave:
-                lines.append(f"run saved to {self.storage.autosave(report)}")
+                paths.append(self.storage.autosave(report))
         except (OSError, ValueError, RolloutTaxError) as exc:
-            lines.append(f"rollout-tax: error: cannot save this run in {self.storage}: {exc}")
-        return lines
+            return [
+                *(f"run saved to {path}" for path in paths),
+                f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
+            ]
+        return [f"run saved to {path}" for path in paths]

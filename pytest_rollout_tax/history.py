@@ -43,7 +43,7 @@ def require() -> None:
     try:
         import numpy  # noqa: F401
         import ruptures  # noqa: F401
-        import scipy  # noqa: F401
+        import scipy.stats  # noqa: F401
     except ImportError as exc:
         raise HistoryUnavailable(
             f"change-point detection needs {exc.name}: pip install 'pytest-rollout-tax[history]'"
@@ -243,3 +243,33 @@ def render(history: History, storage: Storage, max_p: float = MAX_P) -> list[str
 def _unit(series: str) -> str:
     """The compare metric name of a series (what its values are formatted as)."""
     return series.split(".")[-2]
+
+
+def new_change_points(
+    storage: Storage, saved: Sequence[Path], max_p: float = MAX_P
+) -> tuple[list[str], list[str]]:
+    """The mainline gate: change points that start at a just-saved run in ``storage``.
+
+    Returns the summary lines and the regression lines (one per series that got slower; a
+    series that got faster is only reported).
+    """
+    from .compare import percent, value
+
+    found = of_storage(storage, max_p)
+    names = {run_name(path) for path in saved}
+    new = [c for c in found.change_points if c.run in names]
+    where = f"over {len(found.runs)} saved run(s) in {storage}"
+
+    def line(c: ChangePoint) -> str:
+        unit = _unit(c.metric)
+        return (
+            f"{c.metric}: {value(unit, c.before)} -> {value(unit, c.after)} "
+            f"({percent(c.before, c.after)}) from {c.run}, t-test p={c.p:.2g} < {max_p:g}"
+        )
+
+    slower = [f"NEW CHANGE POINT {line(c)}" for c in new if c.after > c.before]
+    faster = [f"rollout-tax: history: faster since this run: {line(c)}" for c in new
+              if c.after <= c.before]  # fmt: skip
+    if not new:
+        faster.append(f"rollout-tax: history: no new change point {where}")
+    return faster, [*slower, f"({where})"] if slower else []
