@@ -24,7 +24,7 @@ from .errors import ConfigError, RolloutTaxError
 from .projection import Scale
 from .record import step_walls
 from .report import hours, seconds
-from .stats import STAT_NAMES, Stats
+from .stats import STAT_NAMES, Stats, min_samples
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
 from .summary import project_tax_hours, project_worker_hours
 
@@ -314,6 +314,8 @@ class Outcome:
     now: float | None = None
     evidence: Evidence | None = None
     why: str = ""
+    #: The samples the STAT was computed from, in the baseline and now.
+    counts: tuple[int, int] = (0, 0)
 
     def line(self) -> str:
         """``FAILED local cold_start.p95: baseline 1.2ms, now 12ms (...), threshold 15%; ...``"""
@@ -335,14 +337,20 @@ def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome
     if before is None or after is None:
         side = "baseline" if before is None else "current run"
         return Outcome(substrate, check, "skipped", why=f"no {check.metric} in the {side}")
+    counts = (_count(baseline, check.metric), _count(now, check.metric))
     if not check.threshold.crossed(before, after, check.metric):
-        return Outcome(substrate, check, "passed", before, after)
+        return Outcome(substrate, check, "passed", before, after, counts=counts)
     found = evidence(
         check.threshold.raised(baseline.units(check.metric, check.stat), before, check.metric),
         now.units(check.metric, check.stat),
     )
     status: Status = "failed" if found.credible else "noise"
-    return Outcome(substrate, check, status, before, after, found)
+    return Outcome(substrate, check, status, before, after, found, counts=counts)
+
+
+def _count(side: Side, metric: str) -> int:
+    stats = side.stats.get(metric)
+    return stats["n"] if stats else 0
 
 
 def judge(
@@ -500,6 +508,13 @@ def gate_lines(outcomes: list[Outcome]) -> list[str]:
     for outcome in passed:
         by_check.setdefault(outcome.check.text, []).append(outcome.substrate)
     names = ", ".join(f"{text} ({', '.join(subs)})" for text, subs in by_check.items())
+    for o in outcomes:
+        need = min_samples(o.check.stat)
+        if o.status != "skipped" and o.check.metric != "worker_hours" and min(o.counts) < need:
+            lines.append(
+                f"warning: {o.substrate} {o.check.name} is quoted from {o.counts[0]}/"
+                f"{o.counts[1]} sample(s); a {o.check.stat} needs {need} or more"
+            )
     lines.append(
         f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
     )

@@ -296,6 +296,17 @@ def test_the_noise_test_counts_rollouts_not_steps() -> None:
     assert worker[0] == pytest.approx(COLD[0] + 150 * (COLD[0] * 0.15 / 2) + COLD[0] / 2)
 
 
+def test_a_check_on_a_percentile_of_too_few_samples_warns() -> None:
+    base = report(rollouts("local", COLD))  # 8 cold starts, 16 steps
+    verdict = compare_reports(base, base, checks("cold_start.p95:15%", "cold_start.p50:15%",
+                                                 "step.p90:5%", "step.max:5%"))  # fmt: skip
+    warnings = [line for line in verdict.summary if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: local cold_start.p95 is quoted from 8/8 sample(s); a p95 needs 20 or more"
+    ]
+    assert verdict.summary[-1].startswith("passed 4 of 4 check(s)")
+
+
 def test_substrates_on_one_side_are_listed_not_errors() -> None:
     verdict = compare_reports(
         report(rollouts("local", COLD), rollouts("docker", COLD)),

@@ -251,3 +251,20 @@ def test_write_json_is_compact_and_streams_long_lists_item_by_item(tmp_path):
         text == '{"a":1,"rows":[{"i":0,"x":[0.5]},{"i":1,"x":[0.5]},{"i":2,"x":[0.5]}],'
         '"b":{"c":null}}\n'
     )
+
+
+def test_every_percentile_shown_warns_when_its_samples_are_too_few():
+    """25 cold starts are enough for a p95; their 3 probes each (75) too; 1 teardown of a
+    lone rollout is not enough for a p50, nor 1 step."""
+    many = [rollout("docker", 0.3)] * 25
+    lone = rollout("local", 0.002, steps=1)
+    lone.action_probes_s = [0.001] * 7
+    text = "\n".join(
+        render_summary(build_report([*many, lone], Scale(), plugin_version="1", machine={},
+                                    commit=None))
+    )  # fmt: skip
+    assert "warning: docker" not in text
+    assert "warning: local has 1 cold-start sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 7 action sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 1 step sample(s); a p50 needs 2 or more" in text
+    assert "warning: local has 1 teardown sample(s); a p50 needs 2 or more" in text
