@@ -420,10 +420,12 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        planes = {}
         if not self.is_worker:
             # xdist workers share one session id: a worker that finishes first must not reap
             # the sandboxes other workers still use (XdistController reaps after a crash).
             self.pool.reap_session()
+            planes = self._control_planes()
         self.pool.close()
         for rollout in self.running:  # the session was interrupted while these ran
             rollout.outcome = "interrupted"
@@ -438,6 +440,7 @@ class RolloutTaxPlugin:
             machine=machine_info(),
             commit=commit_info(self.config.rootpath),
             steps=self.settings.json_steps,
+            control_planes=planes,
         )
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
@@ -459,6 +462,18 @@ class RolloutTaxPlugin:
             failed = self._history_gate(verdict.saved) or failed
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _control_planes(self) -> dict[str, dict]:
+        """Each measured substrate's control plane, timed from this process (the client)."""
+        planes = {}
+        for name in self.aggregate.samples:
+            try:
+                plane = self.pool.get(name).control_plane()
+            except RolloutTaxError:  # e.g. no credentials: it measured nothing either
+                continue
+            if plane is not None:
+                planes[name] = plane.to_dict()
+        return planes
 
     def _history_gate(self, saved: tuple) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""

@@ -112,8 +112,42 @@ def render_summary(report: dict) -> list[str]:
             success = 1 - sub["failures"] / sub["rollouts"]
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
         notes += few_samples_lines(name, sub)
+    notes += control_plane_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
+    return lines
+
+
+def control_plane_lines(report: dict) -> list[str]:
+    """Where the client ran, each control plane's round trip, and which are local stand-ins."""
+    planes = {
+        n: s["control_plane"] for n, s in report["substrates"].items() if s.get("control_plane")
+    }
+    if not planes:
+        return []
+    machine = report.get("machine") or {}
+    where = ", ".join(
+        str(part)
+        for part in (
+            machine.get("platform"),
+            f"{machine['cpu_count']} CPUs" if machine.get("cpu_count") else None,
+            machine.get("ci"),
+        )
+        if part
+    )
+    trips = "; ".join(
+        f"{name} {seconds(plane['rtt_s']) if plane['rtt_s'] is not None else 'failed'} "
+        f"({plane['endpoint']})"
+        for name, plane in planes.items()
+    )
+    lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
+    for name, plane in planes.items():
+        if plane["stand_in"]:
+            kind = report["substrates"][name].get("kind") or name
+            lines.append(
+                f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
+                f"not the real {kind} service"
+            )
     return lines
 
 

@@ -268,3 +268,26 @@ def test_every_percentile_shown_warns_when_its_samples_are_too_few():
     assert "warning: local has 7 action sample(s); a p95 needs 20 or more" in text
     assert "warning: local has 1 step sample(s); a p50 needs 2 or more" in text
     assert "warning: local has 1 teardown sample(s); a p50 needs 2 or more" in text
+
+
+def test_the_summary_states_round_trips_and_stand_ins():
+    machine = {"platform": "Linux-x", "cpu_count": 2, "ci": "GitHub Actions"}
+    rollouts = [rollout("e2b", 0.3), rollout("docker", 0.2)]
+    data = build_report(rollouts, Scale(), plugin_version="1", machine=machine, commit=None)
+    data["substrates"]["e2b"]["control_plane"] = {
+        "endpoint": "http://127.0.0.1:49152", "rtt_s": 0.0021, "stand_in": True
+    }  # fmt: skip
+    data["substrates"]["docker"]["control_plane"] = {
+        "endpoint": "unix:///var/run/docker.sock", "rtt_s": None, "stand_in": False
+    }  # fmt: skip
+    data["substrates"]["e2b"]["kind"] = "e2b"
+    text = " ".join(line.strip() for line in render_summary(data))
+    assert (
+        "control-plane round trip from this client (Linux-x, 2 CPUs, GitHub Actions): "
+        "docker failed (unix:///var/run/docker.sock); e2b 2.1ms (http://127.0.0.1:49152)"
+    ) in text
+    assert (
+        "warning: e2b's figures come from a local stand-in at http://127.0.0.1:49152, not the "
+        "real e2b service"
+    ) in text
+    assert "docker's figures come from" not in text
