@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .compare import Side, project_entry, scale_of
+from tabulate import tabulate
+
+from .compare import Side, percent, project_entry, scale_of, value
 from .errors import RolloutTaxError
 from .projection import Scale
 from .storage import SavedRun, Storage, load
@@ -218,10 +220,6 @@ def of_storage(storage: Storage, max_p: float = MAX_P) -> History:
 
 def render(history: History, storage: Storage, max_p: float = MAX_P) -> list[str]:
     """The table ``history`` prints: one row per change point, oldest first."""
-    from tabulate import tabulate
-
-    from .compare import percent, value
-
     lines = [
         f"history of {len(history.runs)} saved run(s) in {storage}, oldest first; "
         f"change points at p < {max_p:g}"
@@ -253,8 +251,6 @@ def new_change_points(
     Returns the summary lines and the regression lines (one per series that got slower; a
     series that got faster is only reported).
     """
-    from .compare import percent, value
-
     found = of_storage(storage, max_p)
     names = {run_name(path) for path in saved}
     new = [c for c in found.change_points if c.run in names]
