@@ -13,12 +13,13 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, burst, compare
+from . import __version__, burst, compare, history
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import ConfigError, CredentialsMissing, RolloutTaxError, reason_of
 from .machine import commit_info, machine_info
 from .marker import Trajectory
+from .order import Slot, interleave
 from .pool import PoolStats
 from .projection import Scale
 from .record import Rollout
@@ -29,6 +30,8 @@ from .session import SubstratePool
 from .substrate import Substrate, new_id
 from .summary import Fleet, for_saving, summarize
 
+#: ``--rollout-order`` choices.
+ORDERS = ("grouped", "interleave")
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
@@ -86,6 +89,14 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
     ("--rollout-compare-fail", {"action": "append", "metavar": "METRIC.STAT:THRESHOLD"},
      "fail the run when a metric regressed past a threshold, e.g. cold_start.p95:15%% "
      "or action.p50:5ms (repeatable)", "linelist", []),
+    ("--rollout-history-fail", {"action": "store_true", "default": None},
+     "fail the run when the run just saved starts a new change point (a slowdown) in the "
+     "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
+     "bool", False),
+    ("--rollout-order", {"metavar": "grouped|interleave"},
+     "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
+     "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
+     "default grouped", "string", "grouped"),
 ]  # fmt: skip
 
 
@@ -148,6 +159,10 @@ class Settings:
     gate: compare.Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
+    #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
+    history_fail: bool = False
+    #: ``grouped`` or ``interleave``.
+    order: str = "grouped"
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -179,6 +194,14 @@ class Settings:
                 fail=_option(config, "--rollout-compare-fail"),
                 load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
             )
+            order = str(_option(config, "--rollout-order"))
+            if order not in ORDERS:
+                raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            history_fail = bool(_option(config, "--rollout-history-fail"))
+            if history_fail:
+                history.require()
+        except history.HistoryUnavailable as exc:
+            raise pytest.UsageError(f"--rollout-history-fail: {exc}") from None
         except (RolloutTaxError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
         return cls(
@@ -193,6 +216,8 @@ class Settings:
             json_steps=json_steps,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
+            history_fail=history_fail,
+            order=order,
         )
 
 
@@ -318,8 +343,11 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Stop on a bad marker with a usage error (an xdist worker's goes to the controller)."""
+        """Stop on a bad marker with a usage error (an xdist worker's goes to the controller);
+        else order the rollouts as ``--rollout-order`` asks."""
         if not self.marker_errors:
+            if self.settings.order == "interleave":
+                items[:] = interleave(items, _slot)
             return
         if self.is_worker:  # XdistController raises it when this worker goes down
             self.config.workeroutput[USAGE_ERRORS_KEY] = self.marker_errors
@@ -449,12 +477,14 @@ class RolloutTaxPlugin:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         for name, stats in self.pool.close_pools().items():  # unclaimed pooled sandboxes go
             self.pool_records.setdefault(name, []).append(stats.to_record())
+        planes = {}
         if self.is_worker:
             self.config.workeroutput[POOLS_KEY] = self.pool_records
         else:
             # xdist workers share one session id: a worker that finishes first must not reap
             # the sandboxes other workers still use (XdistController reaps after a crash).
             self.pool.reap_session()
+            planes = self._control_planes()
         self.pool.close()
         for rollout in self.running:  # the session was interrupted while these ran
             rollout.outcome = "interrupted"
@@ -474,6 +504,7 @@ class RolloutTaxPlugin:
                 pools={n: PoolStats.merge(r) for n, r in self.pool_records.items() if r},
                 workers=self.settings.fleet,
             ),
+            control_planes=planes,
         )
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
@@ -491,8 +522,35 @@ class RolloutTaxPlugin:
         self.summary_lines += verdict.summary
         self.regression_lines = verdict.regression
         failed = verdict.failed or bool(report["shared_sandboxes"])
+        if self.settings.history_fail:
+            failed = self._history_gate(verdict.saved) or failed
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _control_planes(self) -> dict[str, dict]:
+        """Each measured substrate's control plane, timed from this process (the client)."""
+        planes = {}
+        for name in self.aggregate.samples:
+            try:
+                plane = self.pool.get(name).control_plane()
+            except RolloutTaxError:  # e.g. no credentials: it measured nothing either
+                continue
+            if plane is not None:
+                planes[name] = plane.to_dict()
+        return planes
+
+    def _history_gate(self, saved: tuple) -> bool:
+        """Add the history gate's lines; whether it found a new slowdown."""
+        if not saved:
+            self.summary_lines.append(
+                "rollout-tax: --rollout-history-fail has no effect: this run was not saved "
+                "(add --rollout-autosave)"
+            )
+            return False
+        lines, regression = history.new_change_points(self.settings.gate.storage, saved)
+        self.summary_lines += lines
+        self.regression_lines = [*self.regression_lines, *regression]
+        return bool(regression)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.summary_lines:
@@ -537,6 +595,15 @@ class XdistController:
     def pytest_sessionfinish(self) -> None:
         if self.crashed:  # a worker died without cleaning up: reap what it left
             self.plugin.pool.reap_session(list(self.plugin.settings.specs))
+
+
+def _slot(item: pytest.Item) -> Slot | None:
+    """An item's place in the round-robin: (round, workload, substrate), or None."""
+    callspec = getattr(item, "callspec", None)
+    target = callspec.params.get("_rollout_target") if callspec else None
+    if not isinstance(target, Target):
+        return None
+    return target.round, item.nodeid.replace(target.id, "", 1), target.substrate
 
 
 def _close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:

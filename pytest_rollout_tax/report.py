@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from . import burst
 from .errors import ConfigError
-from .stats import MIN_SAMPLES_FOR_P95
+from .stats import min_samples
 
 #: The summary fits a terminal this wide.
 WIDTH = 100
@@ -119,12 +119,8 @@ def render_summary(report: dict) -> list[str]:
             reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
             success = 1 - sub["failures"] / sub["rollouts"]
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
-        samples = sub["cold_start"]["n"] if sub["cold_start"] else 0
-        if samples < MIN_SAMPLES_FOR_P95:
-            notes.append(
-                f"warning: {name} has {samples} cold-start sample(s); a p95 needs "
-                f"{MIN_SAMPLES_FOR_P95} or more (--rollout-rounds N)"
-            )
+        notes += few_samples_lines(name, sub)
+    notes += control_plane_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
@@ -188,6 +184,65 @@ def burst_line(name: str, levels: list[dict]) -> str:
             else "; no knee (p50 within 2x of the lowest level's)"
         )
     return line
+
+
+def control_plane_lines(report: dict) -> list[str]:
+    """Where the client ran, each control plane's round trip, and which are local stand-ins."""
+    planes = {
+        n: s["control_plane"] for n, s in report["substrates"].items() if s.get("control_plane")
+    }
+    if not planes:
+        return []
+    machine = report.get("machine") or {}
+    where = ", ".join(
+        str(part)
+        for part in (
+            machine.get("platform"),
+            f"{machine['cpu_count']} CPUs" if machine.get("cpu_count") else None,
+            machine.get("ci"),
+        )
+        if part
+    )
+    trips = "; ".join(
+        f"{name} {seconds(plane['rtt_s']) if plane['rtt_s'] is not None else 'failed'} "
+        f"({plane['endpoint']})"
+        for name, plane in planes.items()
+    )
+    lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
+    for name, plane in planes.items():
+        if plane["stand_in"]:
+            kind = report["substrates"][name].get("kind") or name
+            lines.append(
+                f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
+                f"not the real {kind} service"
+            )
+    return lines
+
+
+#: The percentiles the summary table shows, per metric (the highest first).
+SHOWN_PERCENTILES = {
+    "cold_start": ("p95", "p50"),
+    "action": ("p95", "p50"),
+    "step": ("p50",),
+    "teardown": ("p50",),
+}
+
+
+def few_samples_lines(name: str, entry: dict) -> list[str]:
+    """A warning per metric whose shown percentile comes from too few samples."""
+    lines = []
+    for metric, shown in SHOWN_PERCENTILES.items():
+        samples = entry[metric]["n"] if entry.get(metric) else 0
+        if metric != "cold_start" and not samples:
+            continue  # not measured (e.g. --rollout-probes=0): shown as "-"
+        short = next((q for q in shown if samples < min_samples(q)), None)
+        if short is not None:
+            label = "cold-start" if metric == "cold_start" else metric
+            lines.append(
+                f"warning: {name} has {samples} {label} sample(s); a {short} needs "
+                f"{min_samples(short)} or more (--rollout-rounds N)"
+            )
+    return lines
 
 
 def variant_lines(substrates: dict[str, dict]) -> list[str]:

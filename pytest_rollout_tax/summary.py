@@ -191,11 +191,13 @@ def summarize(
     commit: dict | None,
     steps: str = "all",
     fleet: Fleet | None = None,
+    control_planes: dict[str, dict] | None = None,
 ) -> dict:
     """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
 
     ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
-    step columns its items carry.
+    step columns its items carry. ``control_planes`` (per substrate, ``ControlPlane.to_dict()``)
+    go into the substrates' entries.
     """
     recorded = aggregate.sorted_rows()
     scale = resolve_steps(scale, recorded)
@@ -206,6 +208,9 @@ def summarize(
         name: summarize_substrate(group, aggregate.samples[name], scale, fleet, name)
         for name, group in sorted(by_substrate.items())
     }
+    for name, plane in (control_planes or {}).items():
+        if name in substrates:
+            substrates[name]["control_plane"] = plane
     return {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

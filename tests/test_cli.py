@@ -87,7 +87,8 @@ def test_compare_ten_times_slower_fails(runs: Path) -> None:
     failed = [x for x in lines if x.startswith("FAILED ")]
     assert len(failed) == 1
     assert failed[0].startswith("FAILED local cold_start.p95: baseline 1.18s, now 11.8s")
-    assert "threshold 15%" in failed[0] and "Mann-Whitney p=0.0025 < 0.05 (n=6/6)" in failed[0]
+    assert "threshold 15%" in failed[0]
+    assert "Mann-Whitney p=0.0025 < 0.05 (n=6/6 rollouts)" in failed[0]
     assert lines[-1] == "passed 0 of 1 check(s)"
 
 

@@ -251,3 +251,43 @@ def test_write_json_is_compact_and_streams_long_lists_item_by_item(tmp_path):
         text == '{"a":1,"rows":[{"i":0,"x":[0.5]},{"i":1,"x":[0.5]},{"i":2,"x":[0.5]}],'
         '"b":{"c":null}}\n'
     )
+
+
+def test_every_percentile_shown_warns_when_its_samples_are_too_few():
+    """25 cold starts are enough for a p95; their 3 probes each (75) too; 1 teardown of a
+    lone rollout is not enough for a p50, nor 1 step."""
+    many = [rollout("docker", 0.3)] * 25
+    lone = rollout("local", 0.002, steps=1)
+    lone.action_probes_s = [0.001] * 7
+    text = "\n".join(
+        render_summary(build_report([*many, lone], Scale(), plugin_version="1", machine={},
+                                    commit=None))
+    )  # fmt: skip
+    assert "warning: docker" not in text
+    assert "warning: local has 1 cold-start sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 7 action sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 1 step sample(s); a p50 needs 2 or more" in text
+    assert "warning: local has 1 teardown sample(s); a p50 needs 2 or more" in text
+
+
+def test_the_summary_states_round_trips_and_stand_ins():
+    machine = {"platform": "Linux-x", "cpu_count": 2, "ci": "GitHub Actions"}
+    rollouts = [rollout("e2b", 0.3), rollout("docker", 0.2)]
+    data = build_report(rollouts, Scale(), plugin_version="1", machine=machine, commit=None)
+    data["substrates"]["e2b"]["control_plane"] = {
+        "endpoint": "http://127.0.0.1:49152", "rtt_s": 0.0021, "stand_in": True
+    }  # fmt: skip
+    data["substrates"]["docker"]["control_plane"] = {
+        "endpoint": "unix:///var/run/docker.sock", "rtt_s": None, "stand_in": False
+    }  # fmt: skip
+    data["substrates"]["e2b"]["kind"] = "e2b"
+    text = " ".join(line.strip() for line in render_summary(data))
+    assert (
+        "control-plane round trip from this client (Linux-x, 2 CPUs, GitHub Actions): "
+        "docker failed (unix:///var/run/docker.sock); e2b 2.1ms (http://127.0.0.1:49152)"
+    ) in text
+    assert (
+        "warning: e2b's figures come from a local stand-in at http://127.0.0.1:49152, not the "
+        "real e2b service"
+    ) in text
+    assert "docker's figures come from" not in text
