@@ -228,7 +228,8 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def reproject(
     report: dict, rollouts: int | None, steps: int | None, think_time_s: float | None
 ) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost and spread redone."""
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
+    cost and spread redone."""
     old = compare.scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
@@ -243,6 +244,7 @@ def reproject(
     }
     for entry in result["substrates"].values():
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
+        entry["decomposition"] = compare.decompose_entry(entry, scale)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None

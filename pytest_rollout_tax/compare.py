@@ -25,7 +25,7 @@ from .record import step_walls
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import project_tax_hours, project_worker_hours
+from .summary import project_decomposition, project_tax_hours, project_worker_hours
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
@@ -206,15 +206,27 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
 
     Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
     """
-    stats = {
-        metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
-        for metric in ("cold_start", "action", "step", "teardown")
-    }
+    stats = _entry_stats(entry)
     cold, teardown = stats["cold_start"], stats["teardown"]
     return (
         project_worker_hours(scale, cold, stats["step"], teardown),
         project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
     )
+
+
+def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
+    """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
+    stats = _entry_stats(entry)
+    return project_decomposition(
+        scale, stats["cold_start"], stats["action"], stats["step"], stats["teardown"]
+    )
+
+
+def _entry_stats(entry: dict) -> dict[str, Stats | None]:
+    return {
+        metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
+        for metric in ("cold_start", "action", "step", "teardown")
+    }
 
 
 def sides(report: dict, scale: Scale) -> dict[str, Side]:

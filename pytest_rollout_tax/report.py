@@ -91,6 +91,9 @@ def render_summary(report: dict) -> list[str]:
         tablefmt="simple",
         colalign=("left",) + ("right",) * (len(HEADERS) - 1),
     ).splitlines()
+    for name, sub in report["substrates"].items():
+        if (shares := shares_line(name, sub)) is not None:
+            notes.append(shares)
     spread = report["spread"]
     if spread:
         notes.append(
@@ -120,6 +123,41 @@ def render_summary(report: dict) -> list[str]:
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
+
+
+#: How the summary names the parts of the worker-hours decomposition.
+PART_LABELS = {
+    "cold_start": "cold start",
+    "overhead": "overhead",
+    "command": "command",
+    "think": "think",
+    "teardown": "teardown",
+    "idle": "pool idle",
+}
+
+
+def shares_line(name: str, entry: dict) -> str | None:
+    """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
+    overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
+    parts, total = entry.get("decomposition"), entry.get("worker_hours")
+    if not parts or not total:
+        return None
+    terms = ", ".join(
+        f"{PART_LABELS.get(part, part)} {share(value / total)}"
+        for part, value in parts.items()
+        if part != "idle" or value  # a pool's idle time, where there is a pool
+    )
+    tax = entry.get("tax_hours")
+    return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
+
+
+def share(fraction: float) -> str:
+    """A share of a whole: ``84%``, ``3.6%``, ``0.1%``, ``<0.1%``, ``0%``."""
+    if fraction == 0:
+        return "0%"
+    if fraction < 0.001:
+        return "<0.1%"
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
 
 
 def variant_lines(substrates: dict[str, dict]) -> list[str]:

@@ -238,6 +238,10 @@ def test_project_keeps_what_is_not_given(runs: Path) -> None:
         2 * data["substrates"]["local"]["worker_hours"]
     )
     assert data["projection"]["rollouts"] == 10  # the input is not changed
+    without = {**data, "substrates": {"local": {**data["substrates"]["local"]}}}
+    del without["substrates"]["local"]["decomposition"]  # a run saved before it was reported
+    redone = reproject(without, None, None, None)["substrates"]["local"]["decomposition"]
+    assert redone == pytest.approx(data["substrates"]["local"]["decomposition"])
 
 
 def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
@@ -258,6 +262,9 @@ def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
         )
     )
     assert again["worker_hours"] == pytest.approx(100 * local["worker_hours"])
+    assert again["decomposition"] == pytest.approx(
+        {part: 100 * hours for part, hours in local["decomposition"].items()}
+    )
     assert again["cost_usd"] == pytest.approx(again["worker_hours"] * 0.5)  # not the old cost
     assert "cost_usd" not in reproject(make_report(), 1000, None, None)["substrates"]["local"]
 
