@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, compare
+from . import __version__, compare, html_report, plots
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import CredentialsMissing, RolloutTaxError
@@ -21,7 +21,7 @@ from .marker import Trajectory
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
-from .report import check_json_path, render_summary, write_json
+from .report import check_json_path, check_report_path, render_summary, write_json
 from .sandbox import Sandbox
 from .session import SubstratePool
 from .substrate import Substrate, new_id
@@ -65,6 +65,9 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
      "string", "all"),
+    ("--rollout-html", {"metavar": "PATH"},
+     "write the report as one self-contained HTML page with plots to PATH "
+     "(needs the [html] extra: matplotlib)", "string", None),
     ("--rollout-save", {"metavar": "NAME"},
      "save this run as STORAGE/NAME.json for later comparison", "string", None),
     ("--rollout-autosave", {"action": "store_true", "default": None},
@@ -131,6 +134,7 @@ class Settings:
     json_path: str | None
     #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
     json_steps: str
+    html_path: str | None
     gate: compare.Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
@@ -149,6 +153,14 @@ class Settings:
             json_steps = str(_option(config, "--rollout-json-steps"))
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
+            html_path = _option(config, "--rollout-html")
+            if html_path:
+                where = f"--rollout-html={html_path}"
+                check_report_path(html_path, where)
+                try:
+                    plots.require()
+                except plots.PlotsUnavailable as exc:
+                    raise ValueError(f"{where}: {exc}") from None
             think = _number(config, "--rollout-think-time", float, 0)
             scale = Scale.parse(str(_option(config, "--rollout-project")), think)
             gate = compare.Gate.from_options(
@@ -169,6 +181,7 @@ class Settings:
             scale=scale,
             json_path=json_path,
             json_steps=json_steps,
+            html_path=html_path,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
         )
@@ -208,6 +221,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     plugin = RolloutTaxPlugin(config, settings, pool)
     config.pluginmanager.register(plugin, "rollout-tax")
+    if workerinput is None:
+        config.pluginmanager.register(ReportBridges(plugin), "rollout-tax-reports")
     if config.pluginmanager.hasplugin("xdist") and workerinput is None:
         config.pluginmanager.register(XdistController(plugin), "rollout-tax-xdist")
 
@@ -248,6 +263,7 @@ class RolloutTaxPlugin:
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
+        self.report: dict | None = None  # the session's report, once it is made
         self.marker_errors: list[str] = []  # bad markers, raised once collection is done
         self._previous_sigterm: Any = None
 
@@ -403,14 +419,7 @@ class RolloutTaxPlugin:
             self.aggregate.add(rollout.to_dict())
         if self.is_worker or not self.aggregate:
             return
-        report = summarize(
-            self.aggregate,
-            self.settings.scale,
-            plugin_version=__version__,
-            machine=machine_info(),
-            commit=commit_info(self.config.rootpath),
-            steps=self.settings.json_steps,
-        )
+        report = self.report = self.summarize()
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
             try:
@@ -428,6 +437,37 @@ class RolloutTaxPlugin:
         self.regression_lines = verdict.regression
         if verdict.failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.html_path:
+            self.summary_lines.append(self._write_html(report, verdict))
+
+    def summarize(self) -> dict:
+        """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
+        return summarize(
+            self.aggregate,
+            self.settings.scale,
+            plugin_version=__version__,
+            machine=machine_info(),
+            commit=commit_info(self.config.rootpath),
+            steps=self.settings.json_steps,
+        )
+
+    def _write_html(self, report: dict, verdict: compare.Verdict) -> str:
+        """Write the HTML page of ``report`` (with the baseline and the gate's verdict, if any)."""
+        gate = self.settings.gate
+        baseline = gate.baseline
+        try:
+            page = html_report.render(
+                report,
+                baseline=baseline.report if baseline else None,
+                baseline_label=baseline.label if baseline else "",
+                verdict=verdict.lines if gate.compare is not None else (),
+            )
+            path = html_report.write(self.settings.html_path, page)
+        except OSError as exc:
+            return (
+                f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
+            )
+        return f"HTML report written to {path}"
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.summary_lines:
@@ -443,6 +483,33 @@ class RolloutTaxPlugin:
     def pytest_unconfigure(self) -> None:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
+
+
+class ReportBridges:
+    """Hooks of pytest-html and pytest-json-report, called only where they are installed: the
+    rollout summary and plots in pytest-html's page, the summary in pytest-json-report's JSON."""
+
+    def __init__(self, plugin: RolloutTaxPlugin) -> None:
+        self.plugin = plugin
+
+    def _report(self) -> dict | None:
+        """The session's report; before the plugin has made it (these plugins' session-finish
+        hooks may run first), the report of every rollout finished so far."""
+        if self.plugin.report is not None:
+            return self.plugin.report
+        return self.plugin.summarize() if self.plugin.aggregate else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list) -> None:
+        report = self._report()
+        if report is not None:
+            postfix.append(html_report.fragment(report, render_summary(report)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict) -> None:
+        report = self._report()
+        if report is not None:
+            json_report["rollout_tax"] = {k: v for k, v in report.items() if k != "rollouts"}
 
 
 class XdistController:

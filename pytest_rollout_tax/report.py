@@ -8,7 +8,7 @@ import os
 import stat
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -251,7 +251,11 @@ def current_umask() -> int:
 
 def check_json_path(path: str | os.PathLike[str]) -> Path:
     """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
-    where = f"--rollout-json={path}"
+    return check_report_path(path, f"--rollout-json={path}")
+
+
+def check_report_path(path: str | os.PathLike[str], where: str) -> Path:
+    """Fail fast when a file cannot be written to ``path``; errors start with ``where``."""
     if Path(path).is_dir():
         raise ConfigError(f"{where}: is a directory; name a file")
     try:
@@ -292,14 +296,26 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
 
     A crash never leaves a half-written file; the file's mode is 0666 less the umask.
     """
+
+    def write(handle: TextIO) -> None:
+        stream_json(handle, data)
+        handle.write("\n")
+
+    return write_atomically(path, write)
+
+
+def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+    """Have ``write`` fill a temporary file next to ``path``, then rename it over ``path``.
+
+    Through a symlink, its target is replaced; the file's mode is 0666 less the umask.
+    """
     target = report_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", buffering=BUFFER) as handle:
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-            stream_json(handle, data)
-            handle.write("\n")
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)
