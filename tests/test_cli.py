@@ -365,3 +365,59 @@ def test_runs_saved_in_the_old_shape_still_compare_list_and_project(runs: Path) 
     status, out, _ = cli("project", "old", "--steps", "10", "--json", "old-10.json")
     assert status == 0 and "report written to old-10.json" in out
     assert cli("compare", "old-10.json", "slow", *fail)[0] == 0
+
+
+# -- html ---------------------------------------------------------------------------------------
+
+
+def test_html_writes_the_page_of_a_saved_run(runs: Path, tmp_path: Path) -> None:
+    status, out, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (0, "")
+    assert out == f"HTML report written to {tmp_path / 'page.html'}\n"
+    page = (tmp_path / "page.html").read_text()
+    assert "<title>Rollout tax: base.json</title>" in page
+    assert page.count("<svg") == 4 and 'id="gate"' not in page  # these runs have no phases
+
+
+def test_html_against_a_baseline_shows_the_comparison_and_the_checks(
+    runs: Path, tmp_path: Path
+) -> None:
+    status, _, err = cli(
+        "html", "slow", "base", "-o", str(tmp_path / "page.html"), "--fail", "cold_start.p50:15%"
+    )
+    assert (status, err) == (0, "")  # the page shows the verdict; compare is the gate
+    page = (tmp_path / "page.html").read_text()
+    assert "local (baseline)" in page
+    assert '<span class="failed">FAILED local cold_start.p50: baseline ' in page
+
+
+def test_html_of_a_run_saved_before_the_decomposition_draws_it(runs: Path, tmp_path: Path) -> None:
+    old = json.loads((runs / "base.json").read_text())
+    del old["substrates"]["local"]["decomposition"]
+    (runs / "old.json").write_text(json.dumps(old))
+    status, _, err = cli("html", "old", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (0, "")
+    assert 'aria-label="Worker-hours by part"' in (tmp_path / "page.html").read_text()
+
+
+def test_html_with_a_missing_baseline_warns_and_writes_the_page(runs: Path, tmp_path: Path) -> None:
+    status, _, err = cli("html", "base", "nope", "-o", str(tmp_path / "page.html"))
+    assert status == 0
+    assert err == "rollout-tax: no baseline 'nope' in .rollout-tax/: the page has no baseline\n"
+    assert (tmp_path / "page.html").is_file()
+
+
+def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, monkeypatch) -> None:
+    status, _, err = cli("html", "base", "-o", str(tmp_path))
+    assert status == 4
+    assert err == f"rollout-tax: error: --output={tmp_path}: is a directory; name a file\n"
+    status, _, err = cli("html", "missing", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (4, "rollout-tax: error: RUN: no baseline 'missing' in .rollout-tax/\n")
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    status, _, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
+    assert status == 4
+    assert err == (
+        "rollout-tax: error: the HTML report needs matplotlib: "
+        "pip install 'pytest-rollout-tax[html]'\n"
+    )
+    assert not (tmp_path / "page.html").exists()
