@@ -41,13 +41,16 @@ class PlotsUnavailable(RolloutTaxError):
 
 
 def require() -> Any:
-    """matplotlib, imported; raises PlotsUnavailable (naming the extra) when it is missing."""
+    """matplotlib, imported with the parts drawing needs; raises PlotsUnavailable (naming the
+    extra) when it is missing."""
     try:
-        return importlib.import_module("matplotlib")
+        for module in ("matplotlib.figure", "matplotlib.backends.backend_svg", "matplotlib.ticker"):
+            importlib.import_module(module)
     except ImportError:
         raise PlotsUnavailable(
             "the HTML report needs matplotlib: pip install 'pytest-rollout-tax[html]'"
         ) from None
+    return importlib.import_module("matplotlib")
 
 
 def colors(names: Sequence[str]) -> dict[str, str]:

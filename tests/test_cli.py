@@ -407,13 +407,13 @@ def test_html_with_a_missing_baseline_warns_and_writes_the_page(runs: Path, tmp_
     assert (tmp_path / "page.html").is_file()
 
 
-def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, monkeypatch) -> None:
+def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, request) -> None:
     status, _, err = cli("html", "base", "-o", str(tmp_path))
     assert status == 4
     assert err == f"rollout-tax: error: --output={tmp_path}: is a directory; name a file\n"
     status, _, err = cli("html", "missing", "-o", str(tmp_path / "page.html"))
     assert (status, err) == (4, "rollout-tax: error: RUN: no baseline 'missing' in .rollout-tax/\n")
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    request.getfixturevalue("no_matplotlib")
     status, _, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
     assert status == 4
     assert err == (

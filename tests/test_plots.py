@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from pytest_rollout_tax import plots
@@ -43,8 +41,7 @@ def test_the_same_figure_twice_is_the_same_svg() -> None:
     assert draw() == draw()
 
 
-def test_without_matplotlib_the_error_names_the_extra(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "matplotlib", None)
+def test_without_matplotlib_the_error_names_the_extra(no_matplotlib) -> None:
     with pytest.raises(plots.PlotsUnavailable) as info:
         plots.require()
     assert str(info.value) == (
