@@ -3,9 +3,11 @@ substrates and rounds, the xdist hand-off and the terminal summary. No substrate
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -18,6 +20,7 @@ from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_nam
 from .errors import CredentialsMissing, RolloutTaxError
 from .machine import commit_info, machine_info
 from .marker import Trajectory
+from .progress import ColdStartProgress, TerminalLine
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
@@ -265,6 +268,7 @@ class RolloutTaxPlugin:
         self.regression_lines: list[str] = []
         self.report: dict | None = None  # the session's report, once it is made
         self.marker_errors: list[str] = []  # bad markers, raised once collection is done
+        self.progress = ColdStartProgress(None)  # given its terminal line at session start
         self._previous_sigterm: Any = None
 
     # -- parametrization and fixtures ------------------------------------------------------
@@ -332,9 +336,13 @@ class RolloutTaxPlugin:
         rollout = self._begin_rollout(request, target)
         sandbox = None
         try:
-            sandbox = self.pool.get(target.substrate).start(
-                rollout, timeout=target.trajectory.timeout
-            )
+            token = self.progress.starting(target.substrate)
+            try:
+                sandbox = self.pool.get(target.substrate).start(
+                    rollout, timeout=target.trajectory.timeout
+                )
+            finally:
+                self.progress.finished(token, rollout.cold_start_s)
             sandbox.probe(self.settings.probes)
         except RolloutTaxError as exc:
             error = exc
@@ -405,9 +413,37 @@ class RolloutTaxPlugin:
 
     def pytest_sessionstart(self) -> None:
         self._previous_sigterm = _install_sigterm_handler()
+        self.progress = ColdStartProgress(self._live_line())
+
+    def _live_line(self) -> TerminalLine | None:
+        """Where the cold-start progress line goes: a terminal, unless -q or an xdist worker
+        (whose output is not the terminal) or the output is a file or a pipe."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_worker or self.config.get_verbosity() < 0:
+            return None
+        if not reporter.isatty():
+            return None
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+
+        def write(text: str) -> None:
+            # A cold start runs in a fixture, while pytest captures the output: past it.
+            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                reporter.write_raw(text, flush=True)
+
+        return TerminalLine(write)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        planned = Counter(
+            item.callspec.params["_rollout_target"].substrate
+            for item in session.items
+            if "_rollout_target" in getattr(getattr(item, "callspec", None), "params", {})
+        )
+        for name, count in planned.items():
+            self.progress.expect(name, count)
 
     @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.progress.close()
         if not self.is_worker:
             # xdist workers share one session id: a worker that finishes first must not reap
             # the sandboxes other workers still use (XdistController reaps after a crash).
