@@ -31,6 +31,7 @@ svg { display: block; width: 100%; height: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.9em; font-variant-numeric: tabular-nums; }
 th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: right;
          white-space: nowrap; }
+th { white-space: normal; vertical-align: bottom; }
 th:first-child, td:first-child { text-align: left; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.8em; }
 .failed { color: #b00020; font-weight: 600; }

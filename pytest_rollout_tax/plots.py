@@ -90,7 +90,7 @@ def ecdf(
     if not curves:
         return None
     with _style():
-        figure, axes = _figure(height=3.6)
+        figure, axes = _figure(height=3.8)
         for name, samples, line, suffix in curves:
             values, fractions = ecdf_points(samples)
             if values:
@@ -102,7 +102,7 @@ def ecdf(
         axes.set_ylabel("fraction of samples")
         axes.set_xlabel("seconds (log scale)")
         axes.set_title(title, loc="left")
-        axes.legend(loc="lower right", fontsize=8, frameon=False)
+        figure.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
         return _svg(figure, title)
 
 
@@ -169,7 +169,7 @@ def _figure(height: float) -> tuple[Any, Any]:
     from matplotlib.backends.backend_svg import FigureCanvasSVG
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(8, height), layout="constrained")
+    figure = Figure(figsize=(7, height), layout="constrained")
     FigureCanvasSVG(figure)
     return figure, figure.add_subplot()
 
