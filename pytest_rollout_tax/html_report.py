@@ -41,9 +41,9 @@ table.facts td { text-align: left; white-space: normal; }
 
 
 def render(
-    report: Mapping[str, Any],
+    report: dict,
     *,
-    baseline: Mapping[str, Any] | None = None,
+    baseline: dict | None = None,
     baseline_label: str = "baseline",
     verdict: Sequence[str] = (),
     title: str = "Rollout tax",
@@ -52,18 +52,18 @@ def render(
     and ``verdict`` (the comparison's lines) shown as the gate's verdict."""
     substrates = report["substrates"]
     palette = plots.colors(list(substrates))
-    now = sides(dict(report), scale_of(dict(report)))
-    before = sides(dict(baseline), scale_of(dict(baseline))) if baseline else None
-    sections = [
-        _section("summary", "Summary", _summary_table(report)),
-        _section("cold-start", "Cold start", _cold_start(now, before, substrates, palette)),
-        _section("latency", "Per-action latency", _latency(now, before, palette)),
-        _section("worker-hours", "Worker-hours", _worker_hours(report, baseline, palette)),
-        _section("failures", "Failures", _failures(substrates)),
+    now = sides(report, scale_of(report))
+    before = sides(baseline, scale_of(baseline)) if baseline else None
+    sections = [  # (anchor, heading, content)
+        ("summary", "Summary", _summary_table(report)),
+        ("cold-start", "Cold start", _cold_start(now, before, substrates, palette)),
+        ("latency", "Per-action latency", _latency(now, before, palette)),
+        ("worker-hours", "Worker-hours", _worker_hours(report, baseline, palette)),
+        ("failures", "Failures", _failures(substrates)),
     ]
     if baseline is not None or verdict:
-        sections.append(_section("gate", "Against the baseline", _gate(baseline_label, verdict)))
-    sections.append(_section("machine", "Machine and commit", _machine(report)))
+        sections.append(("gate", "Against the baseline", _gate(baseline_label, verdict)))
+    sections.append(("machine", "Machine and commit", _machine(report)))
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
     projection = report["projection"]
     lead = (
@@ -92,7 +92,7 @@ def write(path: str | os.PathLike[str], page: str) -> Path:
     return write_atomically(path, lambda handle: handle.write(page))
 
 
-def fragment(report: Mapping[str, Any], summary: Sequence[str]) -> str:
+def fragment(report: dict, summary: Sequence[str]) -> str:
     """The run in a part of another page (pytest-html's): the terminal summary and, where
     matplotlib is installed, the cold-start ECDF, phases and worker-hours figures."""
     parts = [f"<h2>Rollout tax</h2>\n<pre>{_e(chr(10).join(summary))}</pre>"]
@@ -101,10 +101,10 @@ def fragment(report: Mapping[str, Any], summary: Sequence[str]) -> str:
     except plots.PlotsUnavailable as exc:
         return "\n".join([*parts, f"<p>Plots: {_e(str(exc))}</p>"])
     palette = plots.colors(list(report["substrates"]))
-    now = sides(dict(report), scale_of(dict(report)))
+    now = sides(report, scale_of(report))
     found = [
         plots.ecdf("Cold start (ECDF)", _samples(now, "cold_start"), palette=palette),
-        plots.phases(report["substrates"], palette=palette),
+        plots.phases(report["substrates"]),
         plots.decomposition(_bars(report, None), title="Worker-hours by part", palette=palette),
     ]
     parts += [f'<div style="max-width:800px">{svg}</div>' for svg in found if svg]
@@ -114,17 +114,13 @@ def fragment(report: Mapping[str, Any], summary: Sequence[str]) -> str:
 # -- sections ------------------------------------------------------------------------------------
 
 
-def _section(anchor: str, name: str, content: str) -> tuple[str, str, str]:
-    return anchor, name, content
-
-
 def _figure(svg: str | None, caption: str) -> str:
     if svg is None:
         return f'<p class="muted">No samples: {_e(caption)}</p>'
     return f"<figure>\n{svg}\n<figcaption>{_e(caption)}</figcaption>\n</figure>"
 
 
-def _summary_table(report: Mapping[str, Any]) -> str:
+def _summary_table(report: dict) -> str:
     headers = ("substrate", "rollouts", "failed", "cold start p50 / p95", "action p50 / p95",
                "step p50", "teardown p50", "worker-hours", "tax-hours")  # fmt: skip
     rows = []
@@ -156,7 +152,7 @@ def _cold_start(
         "Share of rollouts whose sandbox was ready within a time: the further left, the faster;"
         " a long flat top is the tail." + (" Dashed: the baseline." if before else "")
     )
-    phases = plots.phases(substrates, palette=palette)
+    phases = plots.phases(substrates)
     phase_caption = (
         "Mean time of each phase of the cold start, in the order they happen. A phase that is "
         "recorded but not counted (an image pull) is drawn too."
@@ -185,9 +181,7 @@ def _latency(
     return "\n".join(parts)
 
 
-def _worker_hours(
-    report: Mapping[str, Any], baseline: Mapping[str, Any] | None, palette: Mapping[str, str]
-) -> str:
+def _worker_hours(report: dict, baseline: dict | None, palette: Mapping[str, str]) -> str:
     spread = report.get("spread")
     title = "Worker-hours by part"
     if spread:
@@ -230,7 +224,7 @@ def _gate(label: str, verdict: Sequence[str]) -> str:
     return f"<pre>{lines}</pre>"
 
 
-def _machine(report: Mapping[str, Any]) -> str:
+def _machine(report: dict) -> str:
     machine = dict(report.get("machine") or {})
     commit = report.get("commit") or {}
     rows = [[key, str(value)] for key, value in machine.items()]
@@ -251,11 +245,9 @@ def _samples(by_substrate: Mapping[str, Side] | None, metric: str) -> dict[str, 
     return {name: side.samples.get(metric, []) for name, side in (by_substrate or {}).items()}
 
 
-def _bars(
-    report: Mapping[str, Any], baseline: Mapping[str, Any] | None
-) -> dict[str, dict[str, float]]:
+def _bars(report: dict, baseline: dict | None) -> dict[str, dict[str, float]]:
     """Each substrate's decomposition; each baseline's next to it, at this run's scale."""
-    scale = scale_of(dict(report))
+    scale = scale_of(report)
     bars = {}
     for name, entry in report["substrates"].items():
         if entry.get("decomposition"):

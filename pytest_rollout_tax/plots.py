@@ -6,6 +6,7 @@ element that scales to its container's width. No pyplot: each figure is its own 
 
 from __future__ import annotations
 
+import html
 import importlib
 import io
 import math
@@ -106,8 +107,8 @@ def ecdf(
         return _svg(figure, title)
 
 
-def phases(entries: Mapping[str, Mapping[str, Any]], *, palette: Mapping[str, str]) -> str | None:
-    """Mean cold-start phases as one stacked horizontal bar per substrate."""
+def phases(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """Mean cold-start phases as one stacked horizontal bar per substrate (a color per phase)."""
     rows = {name: e.get("phases") or {} for name, e in entries.items() if e.get("phases")}
     if not rows:
         return None
@@ -180,7 +181,7 @@ def _svg(figure: Any, title: str) -> str:
     figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     text = text[text.index("<svg") :]  # no XML prolog or DOCTYPE inside HTML
-    label = _escape(title).replace('"', "&quot;")
+    label = html.escape(title, quote=True)
     return _SIZE.sub(
         lambda m: f'<svg{m.group(1)} width="100%" role="img" aria-label="{label}"', text, count=1
     )
@@ -204,7 +205,3 @@ def _seconds_formatter() -> Any:
 def _shades(count: int) -> list[str]:
     cmap = require().colormaps["viridis"]
     return [cmap(0.15 + 0.7 * i / max(1, count - 1)) for i in range(count)]
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
