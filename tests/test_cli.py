@@ -151,6 +151,7 @@ def test_compare_missing_current_is_an_error(runs: Path) -> None:
         (json.dumps({**make_report(), "schema": "rollout-tax/9"}).encode(), "unsupported schema"),
         (b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
     ],
+    ids=["not-json", "binary", "schema-9", "not-rollout-tax"],  # stable: xdist workers agree
 )
 @pytest.mark.parametrize("side", ["baseline", "current"])
 def test_compare_bad_file(runs: Path, content: bytes, message: str, side: str) -> None:
