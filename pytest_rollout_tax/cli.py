@@ -1,4 +1,4 @@
-"""``python -m pytest_rollout_tax``: compare, list and re-project saved runs outside pytest.
+"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest.
 
 Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
 (usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
@@ -16,10 +16,10 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import calibrate, compare, history
+from . import calibrate, compare, history, html_report, plots
 from .errors import RolloutTaxError
 from .projection import Scale
-from .report import render_summary, write_json
+from .report import check_report_path, render_summary, write_json
 from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .summary import project_fleet, spread_of
 
@@ -91,6 +91,35 @@ def build_parser() -> Parser:
         description="List the runs saved in --storage, oldest first; the last one is what "
         "--rollout-compare without a value compares with.",
         epilog=EPILOG,
+    )
+
+    page = commands.add_parser(
+        "html",
+        parents=[storage],
+        help="write the HTML report of a saved run, optionally against a baseline",
+        description="Write the page pytest --rollout-html writes, from a saved run: one "
+        "self-contained HTML file with plots (needs the [html] extra: matplotlib). With "
+        "BASELINE, its ECDFs and worker-hours are overlaid and the comparison (with the --fail "
+        "checks' verdicts) is shown; the exit status stays 0: gate with compare.",
+        epilog=EPILOG,
+    )
+    page.add_argument("run", metavar="RUN", help="the run to show: a NAME or a PATH")
+    page.add_argument(
+        "baseline", metavar="BASELINE", nargs="?", help="a run to compare with: a NAME or a PATH"
+    )
+    page.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default="rollout-tax.html",
+        help="the HTML file to write (default: %(default)s)",
+    )
+    page.add_argument(
+        "--fail",
+        action="append",
+        default=[],
+        metavar="METRIC.STAT:THRESHOLD",
+        help="a check whose verdict the page shows, as for compare (repeatable)",
     )
 
     proj = commands.add_parser(
@@ -289,6 +318,42 @@ def _substrates(run: SavedRun) -> str:
     return ", ".join(f"{name} ({entry.get('rollouts', '?')})" for name, entry in entries) or "-"
 
 
+def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    plots.require()
+    check_report_path(args.output, f"--output={args.output}")
+    storage = Storage.at(args.storage)
+    run = _load_required(storage, args.run, "RUN")
+    report = reproject(run.report, None, None, None)  # a run saved before the decomposition
+    baseline, verdict = None, ()
+    if args.baseline:
+        try:
+            baseline = storage.load(args.baseline)
+        except NoSavedRun as exc:
+            err.write(f"rollout-tax: {exc}: the page has no baseline\n")
+        else:
+            verdict = compare.compare_reports(
+                baseline.report,
+                report,
+                checks,
+                baseline_label=baseline.label,
+                current_label=run.label,
+            ).lines
+    page = html_report.render(
+        report,
+        baseline=baseline.report if baseline else None,
+        baseline_label=baseline.label if baseline else "",
+        verdict=verdict,
+        title=f"Rollout tax: {run.path.name}",
+    )
+    try:
+        path = html_report.write(args.output, page)
+    except OSError as exc:
+        raise UsageError(f"--output={args.output}: cannot write: {exc.strerror or exc}") from None
+    out.write(f"HTML report written to {path}\n")
+    return compare.EXIT_OK
+
+
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
     report = reproject(run.report, args.rollouts, args.steps, args.think_time, args.fleet)
@@ -317,8 +382,8 @@ def reproject(
     think_time_s: float | None,
     fleet: int | None = None,
 ) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost, fleet and spread
-    redone (``fleet`` None: the saved run's own fleet, if it had one)."""
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
+    cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
     old = compare.scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
@@ -337,6 +402,7 @@ def reproject(
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
         if workers is not None:
             entry["fleet"] = project_fleet(entry, scale, workers)
+        entry["decomposition"] = compare.decompose_entry(entry, scale)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
@@ -385,6 +451,7 @@ def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 COMMANDS = {
     "compare": run_compare,
+    "html": run_html,
     "list": run_list,
     "project": run_project,
     "calibrate": run_calibrate,

@@ -26,7 +26,12 @@ from .record import step_walls
 from .report import hours, seconds
 from .stats import STAT_NAMES, Stats, min_samples
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import pool_idle_per_rollout, project_tax_hours, project_worker_hours
+from .summary import (
+    pool_idle_per_rollout,
+    project_decomposition,
+    project_tax_hours,
+    project_worker_hours,
+)
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
@@ -214,6 +219,10 @@ class Side:
         stats = self.stats.get(metric)
         return stats[stat] if stats else None
 
+    def pooled(self, metric: str) -> list[float]:
+        """Every raw sample of ``metric``, all rollouts together (what an ECDF draws)."""
+        return [value for rollout in self.rollouts for value in rollout.get(metric, ())]
+
     def units(self, metric: str, stat: str) -> list[float]:
         """The noise test's samples: one figure per rollout that has one.
 
@@ -268,17 +277,35 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
 
     Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
     """
-    stats = {
+    stats = _entry_stats(entry)
+    cold, teardown = stats["cold_start"], stats["teardown"]
+    idle_s = pool_idle_per_rollout(entry)
+    return (
+        project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
+        project_tax_hours(
+            scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
+        ),
+    )
+
+
+def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
+    """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
+    stats = _entry_stats(entry)
+    return project_decomposition(
+        scale,
+        stats["cold_start"],
+        stats["action"],
+        stats["step"],
+        stats["teardown"],
+        idle_s=pool_idle_per_rollout(entry),
+    )
+
+
+def _entry_stats(entry: dict) -> dict[str, Stats | None]:
+    return {
         metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
         for metric in ("cold_start", "action", "step", "teardown")
     }
-    cold, teardown = stats["cold_start"], stats["teardown"]
-    return (
-        project_worker_hours(
-            scale, cold, stats["step"], teardown, idle_s=pool_idle_per_rollout(entry)
-        ),
-        project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
-    )
 
 
 def sides(report: dict, scale: Scale) -> dict[str, Side]:

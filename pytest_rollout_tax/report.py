@@ -8,7 +8,7 @@ import os
 import stat
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -92,6 +92,9 @@ def render_summary(report: dict) -> list[str]:
         tablefmt="simple",
         colalign=("left",) + ("right",) * (len(HEADERS) - 1),
     ).splitlines()
+    for name, sub in report["substrates"].items():
+        if (shares := shares_line(name, sub)) is not None:
+            notes.append(shares)
     spread = report["spread"]
     if spread:
         notes.append(
@@ -245,6 +248,41 @@ def few_samples_lines(name: str, entry: dict) -> list[str]:
     return lines
 
 
+#: How the summary names the parts of the worker-hours decomposition.
+PART_LABELS = {
+    "cold_start": "cold start",
+    "overhead": "overhead",
+    "command": "command",
+    "think": "think",
+    "teardown": "teardown",
+    "idle": "pool idle",
+}
+
+
+def shares_line(name: str, entry: dict) -> str | None:
+    """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
+    overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
+    parts, total = entry.get("decomposition"), entry.get("worker_hours")
+    if not parts or not total:
+        return None
+    terms = ", ".join(
+        f"{PART_LABELS.get(part, part)} {share(value / total)}"
+        for part, value in parts.items()
+        if part != "idle" or value  # a pool's idle time, where there is a pool
+    )
+    tax = entry.get("tax_hours")
+    return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
+
+
+def share(fraction: float) -> str:
+    """A share of a whole: ``84%``, ``3.6%``, ``0.1%``, ``<0.1%``, ``0%``."""
+    if fraction == 0:
+        return "0%"
+    if fraction < 0.001:
+        return "<0.1%"
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
+
+
 def variant_lines(substrates: dict[str, dict]) -> list[str]:
     """For each kind run as several variants (e.g. ``docker`` and ``docker-session``), each
     variant against the kind's baseline: its ``exec`` transport, else the first name."""
@@ -336,7 +374,11 @@ def current_umask() -> int:
 
 def check_json_path(path: str | os.PathLike[str]) -> Path:
     """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
-    where = f"--rollout-json={path}"
+    return check_report_path(path, f"--rollout-json={path}")
+
+
+def check_report_path(path: str | os.PathLike[str], where: str) -> Path:
+    """Fail fast when a file cannot be written to ``path``; errors start with ``where``."""
     if Path(path).is_dir():
         raise ConfigError(f"{where}: is a directory; name a file")
     try:
@@ -377,14 +419,26 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
 
     A crash never leaves a half-written file; the file's mode is 0666 less the umask.
     """
+
+    def write(handle: TextIO) -> None:
+        stream_json(handle, data)
+        handle.write("\n")
+
+    return write_atomically(path, write)
+
+
+def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+    """Have ``write`` fill a temporary file next to ``path``, then rename it over ``path``.
+
+    Through a symlink, its target is replaced; the file's mode is 0666 less the umask.
+    """
     target = report_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", buffering=BUFFER) as handle:
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-            stream_json(handle, data)
-            handle.write("\n")
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)

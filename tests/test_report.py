@@ -18,6 +18,7 @@ from pytest_rollout_tax.report import (
     current_umask,
     render_summary,
     seconds,
+    shares_line,
     write_json,
 )
 from pytest_rollout_tax.summary import build_report
@@ -43,6 +44,32 @@ def test_summary_fits_a_100_column_terminal_and_shows_every_figure():
     assert "spread: cold start p50 155x (docker-gvisor vs local)" in text
     assert "warning: local has 1 cold-start sample(s)" in text
     assert "warning: docker-gvisor" not in text
+
+
+def test_summary_shows_where_the_worker_hours_go_in_one_line_per_substrate():
+    rollouts = [rollout("local", 0.002)] * 20 + [rollout("docker-gvisor", 0.31, step=0.05)] * 20
+    lines = render_summary(
+        build_report(rollouts, Scale(think_time_s=1), plugin_version="1", machine={}, commit=None)
+    )
+    assert max(map(len, lines)) <= 100, "\n".join(lines)
+    text = " ".join(line.strip() for line in lines)
+    # per rollout: cold 0.31 s, steps 150 x (0.025 tax + 0.025 command + 1 think), teardown 0.5
+    assert (
+        "docker-gvisor hours: cold start 0.2%, overhead 2.4%, command 2.4%, think 95%, "
+        "teardown 0.3% (tax 2.9%) local hours: cold start <0.1%, overhead 0.5%, command 0.5%, "
+        "think 99%, teardown 0.3% (tax 0.8%) spread:" in text
+    )
+
+
+def test_a_pool_s_idle_time_is_a_part_where_there_is_one():
+    entry = {"worker_hours": 10.0, "tax_hours": 6.0, "decomposition": {
+        "cold_start": 1.0, "overhead": 2.0, "command": 4.0, "think": 0.0, "teardown": 1.0,
+        "idle": 2.0}}  # fmt: skip
+    assert shares_line("docker", entry) == (
+        "docker hours: cold start 10%, overhead 20%, command 40%, think 0%, teardown 10%, "
+        "pool idle 20% (tax 60%)"
+    )
+    assert shares_line("docker", {"worker_hours": None, "decomposition": None}) is None
 
 
 def test_summary_lists_failure_reasons_and_success_rate():
