@@ -1,4 +1,4 @@
-"""``python -m pytest_rollout_tax``: compare, list and re-project saved runs outside pytest.
+"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest.
 
 Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
 (usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
@@ -11,14 +11,15 @@ import copy
 import math
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import compare
+from . import calibrate, compare, history, html_report, plots
 from .errors import RolloutTaxError
 from .projection import Scale
-from .report import render_summary, write_json
+from .report import check_report_path, render_summary, write_json
 from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .summary import project_fleet, spread_of
 
@@ -92,6 +93,35 @@ def build_parser() -> Parser:
         epilog=EPILOG,
     )
 
+    page = commands.add_parser(
+        "html",
+        parents=[storage],
+        help="write the HTML report of a saved run, optionally against a baseline",
+        description="Write the page pytest --rollout-html writes, from a saved run: one "
+        "self-contained HTML file with plots (needs the [html] extra: matplotlib). With "
+        "BASELINE, its ECDFs and worker-hours are overlaid and the comparison (with the --fail "
+        "checks' verdicts) is shown; the exit status stays 0: gate with compare.",
+        epilog=EPILOG,
+    )
+    page.add_argument("run", metavar="RUN", help="the run to show: a NAME or a PATH")
+    page.add_argument(
+        "baseline", metavar="BASELINE", nargs="?", help="a run to compare with: a NAME or a PATH"
+    )
+    page.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        default="rollout-tax.html",
+        help="the HTML file to write (default: %(default)s)",
+    )
+    page.add_argument(
+        "--fail",
+        action="append",
+        default=[],
+        metavar="METRIC.STAT:THRESHOLD",
+        help="a check whose verdict the page shows, as for compare (repeatable)",
+    )
+
     proj = commands.add_parser(
         "project",
         parents=[storage],
@@ -122,7 +152,84 @@ def build_parser() -> Parser:
     proj.add_argument(
         "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
     )
+
+    cal = commands.add_parser(
+        "calibrate",
+        parents=[storage],
+        help="measure the gate's false-alarm rate and power on a saved run",
+        description="Resample a saved run's rollouts (whole rollouts, per workload, with "
+        "replacement) and run the --fail checks on pairs of resamples: A against A gives the "
+        "false-alarm rate (the share of comparisons where any check fails), A against A slowed "
+        "uniformly by --slowdown gives the power, and a search gives the rounds per workload "
+        f"needed for {calibrate.POWER_TARGET:.0%} power. Seeded: the same run, checks and "
+        "--seed give the same figures.",
+        epilog=EPILOG,
+    )
+    cal.add_argument("run", metavar="RUN", help="the saved run: a NAME or a PATH")
+    cal.add_argument(
+        "--fail",
+        action="append",
+        default=[],
+        required=True,
+        metavar="METRIC.STAT:THRESHOLD",
+        help="a check, as for compare (repeatable), e.g. --fail cold_start.p50:15%%",
+    )
+    cal.add_argument(
+        "--slowdown",
+        type=_slowdown,
+        metavar="S",
+        help="the uniform slowdown the power is measured for, e.g. 20%% (default: twice the "
+        "largest threshold, relative to the run's own figure)",
+    )
+    cal.add_argument(
+        "--comparisons",
+        type=_count,
+        default=calibrate.DEFAULT_COMPARISONS,
+        metavar="N",
+        help=f"comparisons per figure, at least {calibrate.MIN_COMPARISONS} (default: %(default)s)",
+    )
+    cal.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
+    )
+    cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    hist = commands.add_parser(
+        "history",
+        parents=[storage],
+        help="find change points over the saved runs, per substrate and metric",
+        description="Read the runs saved in --storage, oldest first, and find where each "
+        "series (<substrate>.<metric>.<stat>: p50 and p95 of cold_start, action, step and "
+        "teardown, and worker_hours) changed level: PELT (ruptures) proposes change points, "
+        "a t-test between the runs around each keeps the credible ones. Needs "
+        "pip install 'pytest-rollout-tax[history]'.",
+        epilog=EPILOG,
+    )
+    hist.add_argument(
+        "--max-p",
+        type=_probability,
+        default=history.MAX_P,
+        metavar="P",
+        help="keep change points whose t-test gives p below P (default: %(default)s)",
+    )
+    hist.add_argument("--json", metavar="PATH", help="also write the change points as JSON here")
     return parser
+
+
+def _probability(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}") from None
+    if not 0 < number < 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return number
+
+
+def _slowdown(text: str) -> float:
+    try:
+        return calibrate.parse_slowdown(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _count(text: str) -> int:
@@ -211,6 +318,42 @@ def _substrates(run: SavedRun) -> str:
     return ", ".join(f"{name} ({entry.get('rollouts', '?')})" for name, entry in entries) or "-"
 
 
+def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    plots.require()
+    check_report_path(args.output, f"--output={args.output}")
+    storage = Storage.at(args.storage)
+    run = _load_required(storage, args.run, "RUN")
+    report = reproject(run.report, None, None, None)  # a run saved before the decomposition
+    baseline, verdict = None, ()
+    if args.baseline:
+        try:
+            baseline = storage.load(args.baseline)
+        except NoSavedRun as exc:
+            err.write(f"rollout-tax: {exc}: the page has no baseline\n")
+        else:
+            verdict = compare.compare_reports(
+                baseline.report,
+                report,
+                checks,
+                baseline_label=baseline.label,
+                current_label=run.label,
+            ).lines
+    page = html_report.render(
+        report,
+        baseline=baseline.report if baseline else None,
+        baseline_label=baseline.label if baseline else "",
+        verdict=verdict,
+        title=f"Rollout tax: {run.path.name}",
+    )
+    try:
+        path = html_report.write(args.output, page)
+    except OSError as exc:
+        raise UsageError(f"--output={args.output}: cannot write: {exc.strerror or exc}") from None
+    out.write(f"HTML report written to {path}\n")
+    return compare.EXIT_OK
+
+
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
     report = reproject(run.report, args.rollouts, args.steps, args.think_time, args.fleet)
@@ -239,8 +382,8 @@ def reproject(
     think_time_s: float | None,
     fleet: int | None = None,
 ) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, cost, fleet and spread
-    redone (``fleet`` None: the saved run's own fleet, if it had one)."""
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
+    cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
     old = compare.scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
@@ -261,6 +404,7 @@ def reproject(
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
         if workers is not None:
             entry["fleet"] = project_fleet(entry, compare.entry_scale(entry, scale), workers)
+        entry["decomposition"] = compare.decompose_entry(entry, scale)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
@@ -268,7 +412,53 @@ def reproject(
     return result
 
 
-COMMANDS = {"compare": run_compare, "list": run_list, "project": run_project}
+def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    if args.comparisons < calibrate.MIN_COMPARISONS:
+        raise UsageError(
+            f"--comparisons={args.comparisons}: at least {calibrate.MIN_COMPARISONS}, so a 1% "
+            "rate is measured from about 5 events"
+        )
+    if args.json and Path(args.json).is_dir():
+        raise UsageError(f"--json={args.json}: is a directory; name a file")
+    run = _load_required(Storage.at(args.storage), args.run, "RUN")
+    calibrator = calibrate.Calibrator(run.report, checks, seed=args.seed)
+    result = calibrator.run(args.comparisons, args.slowdown)
+    for line in calibrate.render(result, run.label, calibrator.populations):
+        out.write(line + "\n")
+    if args.json:
+        try:
+            out.write(f"figures written to {write_json(args.json, result.to_dict())}\n")
+        except OSError as exc:
+            raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
+    return compare.EXIT_OK
+
+
+def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json and Path(args.json).is_dir():
+        raise UsageError(f"--json={args.json}: is a directory; name a file")
+    history.require()
+    storage = Storage.at(args.storage)
+    found = history.of_storage(storage, args.max_p)
+    for line in history.render(found, storage, args.max_p):
+        out.write(line + "\n")
+    if args.json:
+        try:
+            path = write_json(args.json, found.to_dict())
+        except OSError as exc:
+            raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
+        out.write(f"change points written to {path}\n")
+    return compare.EXIT_OK
+
+
+COMMANDS = {
+    "compare": run_compare,
+    "html": run_html,
+    "list": run_list,
+    "project": run_project,
+    "calibrate": run_calibrate,
+    "history": run_history,
+}
 
 
 def main(

@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from tabulate import tabulate
@@ -23,9 +24,14 @@ from .errors import ConfigError, RolloutTaxError
 from .projection import Scale
 from .record import step_walls
 from .report import hours, seconds
-from .stats import STAT_NAMES, Stats
+from .stats import STAT_NAMES, Stats, min_samples
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import pool_idle_per_rollout, project_tax_hours, project_worker_hours
+from .summary import (
+    pool_idle_per_rollout,
+    project_decomposition,
+    project_tax_hours,
+    project_worker_hours,
+)
 
 #: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
 ALPHA = 0.05
@@ -80,6 +86,17 @@ class Threshold:
 
     def crossed(self, baseline: float, now: float, metric: str) -> bool:
         return now - baseline > self.allowed(baseline, metric)
+
+    def raised(self, figures: Sequence[float], baseline: float, metric: str) -> list[float]:
+        """Per-rollout ``figures`` of the baseline grown by the allowed amount: a run right at
+        the threshold. ``baseline`` is the check's figure, which converts an absolute
+        worker-hours threshold to a share."""
+        if self.relative:
+            return [f * (1 + self.value) for f in figures]
+        if metric == "worker_hours":
+            share = self.allowed(baseline, metric) / baseline if baseline > 0 else 0.0
+            return [f * (1 + share) for f in figures]
+        return [f + self.value for f in figures]
 
 
 @dataclass(frozen=True)
@@ -168,19 +185,18 @@ class Evidence:
         return self.p_value is None or self.p_value < ALPHA
 
 
-def evidence(metric: str, baseline: Sequence[float], now: Sequence[float]) -> Evidence:
-    """Run the noise test on two runs' raw samples of ``metric``, if it can run."""
-    if metric == "worker_hours":
-        return Evidence(None, "threshold alone: worker-hours have no per-rollout samples")
+def evidence(baseline: Sequence[float], now: Sequence[float]) -> Evidence:
+    """Run the noise test on two runs' per-rollout figures (``Side.units``), if it can run."""
     if len(baseline) < MIN_SAMPLES or len(now) < MIN_SAMPLES:
         return Evidence(
             None,
-            f"threshold alone: {len(baseline)}/{len(now)} samples, the noise test needs "
+            f"threshold alone: {len(baseline)}/{len(now)} rollouts, the noise test needs "
             f"{MIN_SAMPLES} a side",
         )
     p = mann_whitney_greater(baseline, now)
     relation = "<" if p < ALPHA else ">="
-    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} (n={len(baseline)}/{len(now)})")
+    n = f"n={len(baseline)}/{len(now)} rollouts"
+    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} ({n})")
 
 
 # -- one run's figures for one substrate ------------------------------------------------------
@@ -192,7 +208,10 @@ class Side:
 
     stats: dict[str, dict | None]
     worker_hours: float | None
-    samples: dict[str, list[float]]
+    #: Each rollout's raw samples, per metric: the noise test's unit is the rollout.
+    rollouts: tuple[dict[str, Sequence[float]], ...] = ()
+    #: Steps per rollout in the projection: a rollout's worker time for ``worker_hours``.
+    steps: int = 0
 
     def value(self, metric: str, stat: str) -> float | None:
         if metric == "worker_hours":
@@ -200,41 +219,107 @@ class Side:
         stats = self.stats.get(metric)
         return stats[stat] if stats else None
 
+    def pooled(self, metric: str) -> list[float]:
+        """Every raw sample of ``metric``, all rollouts together (what an ECDF draws)."""
+        return [value for rollout in self.rollouts for value in rollout.get(metric, ())]
+
+    def units(self, metric: str, stat: str) -> list[float]:
+        """The noise test's samples: one figure per rollout that has one.
+
+        A metric measured once per rollout gives that sample; ``action`` and ``step`` give the
+        check's STAT over the rollout's own samples (they share a sandbox, so they are not
+        independent); ``worker_hours`` gives the rollout's projected worker time.
+        """
+        figures = []
+        for rollout in self.rollouts:
+            if metric == "worker_hours":
+                cold, steps = rollout.get("cold_start"), rollout.get("step")
+                if cold and steps:
+                    mean_step = math.fsum(steps) / len(steps)
+                    teardown = sum(rollout.get("teardown", ()))
+                    figures.append(cold[0] + self.steps * mean_step + teardown)
+            elif len(values := rollout.get(metric, ())) > 1:
+                figures.append(getattr(Stats.of(values), stat))
+            elif values:
+                figures.append(values[0])
+        return figures
+
+    @classmethod
+    def of(cls, rollouts: Sequence[dict[str, Sequence[float]]], scale: Scale) -> Side:
+        """The side ``rollouts`` (raw samples per metric) make; worker-hours at ``scale``."""
+        stats = {
+            metric: Stats.of(v for rollout in rollouts for v in rollout.get(metric, ()))
+            for metric in SAMPLE_METRICS
+        }
+        hours = project_worker_hours(scale, stats["cold_start"], stats["step"], stats["teardown"])
+        return cls(
+            stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
+            worker_hours=hours,
+            rollouts=tuple(rollouts),
+            steps=scale.steps or 0,
+        )
+
+
+def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
+    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
+    samples = {
+        metric: (item[f"{metric}_s"],)
+        for metric in ("cold_start", "teardown", "trajectory")
+        if item.get(f"{metric}_s") is not None
+    }
+    samples["action"] = tuple(item.get("action_probes_s", ()))
+    samples["step"] = tuple(step_walls(item.get("steps")))
+    return samples
+
 
 def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
     """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``.
 
     Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
     """
-    stats = {
+    stats = _entry_stats(entry)
+    cold, teardown = stats["cold_start"], stats["teardown"]
+    idle_s = pool_idle_per_rollout(entry)
+    scale = entry_scale(entry, scale)
+    return (
+        project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
+        project_tax_hours(
+            scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
+        ),
+    )
+
+
+def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
+    """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
+    stats = _entry_stats(entry)
+    return project_decomposition(
+        entry_scale(entry, scale),
+        stats["cold_start"],
+        stats["action"],
+        stats["step"],
+        stats["teardown"],
+        idle_s=pool_idle_per_rollout(entry),
+    )
+
+
+def _entry_stats(entry: dict) -> dict[str, Stats | None]:
+    return {
         metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
         for metric in ("cold_start", "action", "step", "teardown")
     }
-    cold, teardown = stats["cold_start"], stats["teardown"]
-    scale = entry_scale(entry, scale)
-    return (
-        project_worker_hours(
-            scale, cold, stats["step"], teardown, idle_s=pool_idle_per_rollout(entry)
-        ),
-        project_tax_hours(scale, cold, stats["action"], teardown, step=stats["step"]),
-    )
 
 
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
-    samples: dict[str, dict[str, list[float]]] = {}
-    for rollout in report.get("rollouts", []):
-        into = samples.setdefault(rollout["substrate"], {m: [] for m in SAMPLE_METRICS})
-        for metric in ("cold_start", "teardown", "trajectory"):
-            if rollout.get(f"{metric}_s") is not None:
-                into[metric].append(rollout[f"{metric}_s"])
-        into["action"] += rollout.get("action_probes_s", [])
-        into["step"] += step_walls(rollout.get("steps"))
+    rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
+    for item in report.get("rollouts", []):
+        rollouts.setdefault(item["substrate"], []).append(rollout_samples(item))
     return {
         name: Side(
             stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
             worker_hours=project_entry(entry, scale)[0],
-            samples=samples.get(name, {m: [] for m in SAMPLE_METRICS}),
+            rollouts=tuple(rollouts.get(name, ())),
+            steps=scale.steps or 0,
         )
         for name, entry in report["substrates"].items()
     }
@@ -271,6 +356,8 @@ class Outcome:
     now: float | None = None
     evidence: Evidence | None = None
     why: str = ""
+    #: The samples the STAT was computed from, in the baseline and now.
+    counts: tuple[int, int] = (0, 0)
 
     def line(self) -> str:
         """``FAILED local cold_start.p95: baseline 1.2ms, now 12ms (...), threshold 15%; ...``"""
@@ -292,15 +379,28 @@ def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome
     if before is None or after is None:
         side = "baseline" if before is None else "current run"
         return Outcome(substrate, check, "skipped", why=f"no {check.metric} in the {side}")
+    counts = (_count(baseline, check.metric), _count(now, check.metric))
     if not check.threshold.crossed(before, after, check.metric):
-        return Outcome(substrate, check, "passed", before, after)
+        return Outcome(substrate, check, "passed", before, after, counts=counts)
     found = evidence(
-        check.metric,
-        baseline.samples.get(check.metric, []),
-        now.samples.get(check.metric, []),
+        check.threshold.raised(baseline.units(check.metric, check.stat), before, check.metric),
+        now.units(check.metric, check.stat),
     )
     status: Status = "failed" if found.credible else "noise"
-    return Outcome(substrate, check, status, before, after, found)
+    return Outcome(substrate, check, status, before, after, found, counts=counts)
+
+
+def _count(side: Side, metric: str) -> int:
+    stats = side.stats.get(metric)
+    return stats["n"] if stats else 0
+
+
+def judge(
+    checks: Iterable[Check], before: dict[str, Side], after: dict[str, Side]
+) -> list[Outcome]:
+    """The outcome of every check on every substrate both sides measured: the whole gate."""
+    common = [name for name in after if name in before]
+    return [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
 
 
 # -- formatting ---------------------------------------------------------------------------------
@@ -355,6 +455,8 @@ class Verdict:
     #: The body of the "rollout tax regression" section; empty unless a check failed.
     regression: list[str] = field(default_factory=list)
     failed: bool = False
+    #: The files this run was saved to (by ``Gate.finish``).
+    saved: tuple[Path, ...] = ()
 
     @property
     def lines(self) -> list[str]:
@@ -402,7 +504,7 @@ def compare_reports(
     if not common:
         lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
         return Verdict(lines)
-    outcomes = [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
+    outcomes = judge(checks, before, after)
     gate = gate_lines(outcomes)
     if any(o.status == "failed" for o in outcomes):
         return Verdict(lines, gate, failed=True)
@@ -448,6 +550,13 @@ def gate_lines(outcomes: list[Outcome]) -> list[str]:
     for outcome in passed:
         by_check.setdefault(outcome.check.text, []).append(outcome.substrate)
     names = ", ".join(f"{text} ({', '.join(subs)})" for text, subs in by_check.items())
+    for o in outcomes:
+        need = min_samples(o.check.stat)
+        if o.status != "skipped" and o.check.metric != "worker_hours" and min(o.counts) < need:
+            lines.append(
+                f"warning: {o.substrate} {o.check.name} is quoted from {o.counts[0]}/"
+                f"{o.counts[1]} sample(s); a {o.check.stat} needs {need} or more"
+            )
     lines.append(
         f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
     )
@@ -549,21 +658,25 @@ class Gate:
                 baseline_label=self.baseline.label,
                 current_label=run_label(report),
             )
+        paths: list[Path] = []
         if save:
-            saved = self._save(report)
+            saved = self._save(report, paths)
         elif self.save is not None or self.autosave:
             saved = ["rollout-tax: the session was interrupted: this run is not saved"]
         else:
             saved = []
-        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed)
+        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths))
 
-    def _save(self, report: dict) -> list[str]:
-        lines = []
+    def _save(self, report: dict, paths: list[Path]) -> list[str]:
+        """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
         try:
             if self.save is not None:
-                lines.append(f"run saved to {self.storage.save(self.save, report)}")
+                paths.append(self.storage.save(self.save, report))
             if self.autosave:
-                lines.append(f"run saved to {self.storage.autosave(report)}")
+                paths.append(self.storage.autosave(report))
         except (OSError, ValueError, RolloutTaxError) as exc:
-            lines.append(f"rollout-tax: error: cannot save this run in {self.storage}: {exc}")
-        return lines
+            return [
+                *(f"run saved to {path}" for path in paths),
+                f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
+            ]
+        return [f"run saved to {path}" for path in paths]

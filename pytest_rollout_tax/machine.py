@@ -8,10 +8,27 @@ import platform
 import socket
 import subprocess
 
+#: Environment variables that name the CI service a run is on (their presence, never values).
+CI_VARIABLES = (
+    ("GITHUB_ACTIONS", "GitHub Actions"),
+    ("GITLAB_CI", "GitLab CI"),
+    ("BUILDKITE", "Buildkite"),
+    ("CIRCLECI", "CircleCI"),
+    ("JENKINS_URL", "Jenkins"),
+    ("CI", "CI"),
+)
+
+
+def ci_name() -> str | None:
+    """The CI service this process runs on, from its well-known variables; None: not on CI."""
+    return next((name for variable, name in CI_VARIABLES if os.environ.get(variable)), None)
+
 
 def machine_info() -> dict:
-    """CPU count, Python and platform; the hostname only as a hash (to tell machines apart)."""
+    """CPU count, Python and platform; the hostname only as a hash (to tell machines apart);
+    the CI service, if any (where the client ran)."""
     return {
+        "ci": ci_name(),
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "python_implementation": platform.python_implementation(),

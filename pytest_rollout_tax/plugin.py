@@ -3,6 +3,7 @@ substrates and rounds, the xdist hand-off and the terminal summary. No substrate
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import sys
@@ -14,24 +15,28 @@ from typing import Any, NoReturn
 
 import pytest
 
-from . import __version__, burst, compare
+from . import __version__, burst, compare, history, html_report, plots
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import ConfigError, CredentialsMissing, RolloutTaxError, reason_of
 from .machine import commit_info, machine_info
 from .marker import Trajectory
+from .order import Slot, interleave
 from .pool import PoolStats
+from .progress import ColdStartProgress, TerminalLine
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
 from .replay import MODES, Mode
 from .replay_items import ReplayFile, Sources
-from .report import check_json_path, render_summary, write_json
+from .report import check_json_path, check_report_path, render_summary, write_json
 from .sandbox import Sandbox
 from .session import SubstratePool
 from .substrate import Substrate, new_id
 from .summary import Fleet, for_saving, summarize
 
+#: ``--rollout-order`` choices.
+ORDERS = ("grouped", "interleave")
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
@@ -86,6 +91,9 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
      "string", "all"),
+    ("--rollout-html", {"metavar": "PATH"},
+     "write the report as one self-contained HTML page with plots to PATH "
+     "(needs the [html] extra: matplotlib)", "string", None),
     ("--rollout-save", {"metavar": "NAME"},
      "save this run as STORAGE/NAME.json for later comparison", "string", None),
     ("--rollout-autosave", {"action": "store_true", "default": None},
@@ -97,6 +105,14 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
     ("--rollout-compare-fail", {"action": "append", "metavar": "METRIC.STAT:THRESHOLD"},
      "fail the run when a metric regressed past a threshold, e.g. cold_start.p95:15%% "
      "or action.p50:5ms (repeatable)", "linelist", []),
+    ("--rollout-history-fail", {"action": "store_true", "default": None},
+     "fail the run when the run just saved starts a new change point (a slowdown) in the "
+     "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
+     "bool", False),
+    ("--rollout-order", {"metavar": "grouped|interleave"},
+     "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
+     "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
+     "default grouped", "string", "grouped"),
 ]  # fmt: skip
 
 
@@ -156,12 +172,17 @@ class Settings:
     fleet: int | None
     #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
     json_steps: str
+    html_path: str | None
     gate: compare.Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
     #: Trajectory files and directories to replay (``--rollout-replay``), and how.
     replay_paths: tuple[Path, ...] = ()
     replay_mode: Mode = "shape"
+    #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
+    history_fail: bool = False
+    #: ``grouped`` or ``interleave``.
+    order: str = "grouped"
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -183,6 +204,14 @@ class Settings:
                 if str(_option(config, "--rollout-fleet") or "").strip()
                 else None
             )
+            html_path = _option(config, "--rollout-html")
+            if html_path:
+                where = f"--rollout-html={html_path}"
+                check_report_path(html_path, where)
+                try:
+                    plots.require()
+                except plots.PlotsUnavailable as exc:
+                    raise ValueError(f"{where}: {exc}") from None
             think = None
             if _option(config, "--rollout-think-time") is not None:
                 think = _number(config, "--rollout-think-time", float, 0)
@@ -204,6 +233,14 @@ class Settings:
                 fail=_option(config, "--rollout-compare-fail"),
                 load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
             )
+            order = str(_option(config, "--rollout-order"))
+            if order not in ORDERS:
+                raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            history_fail = bool(_option(config, "--rollout-history-fail"))
+            if history_fail:
+                history.require()
+        except history.HistoryUnavailable as exc:
+            raise pytest.UsageError(f"--rollout-history-fail: {exc}") from None
         except (RolloutTaxError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
         return cls(
@@ -216,10 +253,13 @@ class Settings:
             bursts=bursts,
             fleet=fleet,
             json_steps=json_steps,
+            html_path=html_path,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
             replay_paths=replay_paths,
             replay_mode=replay_mode,
+            history_fail=history_fail,
+            order=order,
         )
 
 
@@ -267,6 +307,8 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = RolloutTaxPlugin(config, settings, pool)
     config.pluginmanager.register(plugin, "rollout-tax")
     _add_replay_paths(config, settings.replay_paths)
+    if workerinput is None:
+        config.pluginmanager.register(ReportBridges(plugin), "rollout-tax-reports")
     if config.pluginmanager.hasplugin("xdist") and workerinput is None:
         config.pluginmanager.register(XdistController(plugin), "rollout-tax-xdist")
 
@@ -318,11 +360,14 @@ class RolloutTaxPlugin:
         self.is_worker = hasattr(config, "workerinput")
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
+        self.report: dict | None = None  # the session's report, once it is made
         # bad markers and unreadable trajectories, raised once collection is done
         self.marker_errors: list[str] = []
         self.replay_sources = Sources(settings.replay_paths)
         self.bursts: dict[str, list[dict]] = {}  # burst levels measured, by substrate
         self.pool_records: dict[str, list[dict]] = {}  # warm pools' stats (xdist: per worker)
+        self.control_planes: dict[str, dict] = {}  # timed at the end of the session
+        self.progress = ColdStartProgress(None)  # given its terminal line at session start
         self._previous_sigterm: Any = None
 
     # -- collection, parametrization and fixtures ------------------------------------------
@@ -369,8 +414,11 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Stop on a bad marker with a usage error (an xdist worker's goes to the controller)."""
+        """Stop on a bad marker with a usage error (an xdist worker's goes to the controller);
+        else order the rollouts as ``--rollout-order`` asks."""
         if not self.marker_errors:
+            if self.settings.order == "interleave":
+                items[:] = interleave(items, _slot)
             return
         if self.is_worker:  # XdistController raises it when this worker goes down
             self.config.workeroutput[USAGE_ERRORS_KEY] = self.marker_errors
@@ -400,7 +448,13 @@ class RolloutTaxPlugin:
         rollout = self._begin_rollout(request, target)
         sandbox = None
         try:
-            sandbox = self.pool.start(target.substrate, rollout, timeout=target.trajectory.timeout)
+            token = self.progress.starting(target.substrate)
+            try:
+                sandbox = self.pool.start(
+                    target.substrate, rollout, timeout=target.trajectory.timeout
+                )
+            finally:
+                self.progress.finished(token, rollout.cold_start_s)
             sandbox.probe(self.settings.probes)
         except RolloutTaxError as exc:
             error = exc
@@ -474,6 +528,34 @@ class RolloutTaxPlugin:
 
     def pytest_sessionstart(self) -> None:
         self._previous_sigterm = _install_sigterm_handler()
+        self.progress = ColdStartProgress(self._live_line())
+
+    def _live_line(self) -> TerminalLine | None:
+        """Where the cold-start progress line goes: a terminal, unless -q or an xdist worker
+        (whose output is not the terminal) or the output is a file or a pipe."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.is_worker or self.config.get_verbosity() < 0:
+            return None
+        if not reporter.isatty():
+            return None
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+
+        def write(text: str) -> None:
+            # A cold start runs in a fixture, while pytest captures the output: past it.
+            with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+                reporter.write_raw(text, flush=True)
+
+        return TerminalLine(write)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        params = (getattr(getattr(item, "callspec", None), "params", {}) for item in session.items)
+        planned = Counter(
+            target.substrate
+            for target in (p.get("_rollout_target") for p in params)
+            if isinstance(target, Target)  # not a test that no selected substrate runs
+        )
+        for name, count in planned.items():
+            self.progress.expect(name, count)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
@@ -501,6 +583,7 @@ class RolloutTaxPlugin:
 
     @pytest.hookimpl(trylast=True)  # after pytest has torn down the fixtures of an interrupted test
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.progress.close()
         for name, stats in self.pool.close_pools().items():  # unclaimed pooled sandboxes go
             self.pool_records.setdefault(name, []).append(stats.to_record())
         if self.is_worker:
@@ -509,6 +592,7 @@ class RolloutTaxPlugin:
             # xdist workers share one session id: a worker that finishes first must not reap
             # the sandboxes other workers still use (XdistController reaps after a crash).
             self.pool.reap_session()
+            self.control_planes = self._control_planes()
         self.pool.close()
         for rollout in self.running:  # the session was interrupted while these ran
             rollout.outcome = "interrupted"
@@ -516,19 +600,7 @@ class RolloutTaxPlugin:
             self.aggregate.add(rollout.to_dict())
         if self.is_worker or not self.aggregate:
             return
-        report = summarize(
-            self.aggregate,
-            self.settings.scale,
-            plugin_version=__version__,
-            machine=machine_info(),
-            commit=commit_info(self.config.rootpath),
-            steps=self.settings.json_steps,
-            fleet=Fleet(
-                bursts=self.bursts,
-                pools={n: PoolStats.merge(r) for n, r in self.pool_records.items() if r},
-                workers=self.settings.fleet,
-            ),
-        )
+        report = self.report = self.summarize()
         self.summary_lines = render_summary(report)
         if self.settings.json_path:
             try:
@@ -545,8 +617,72 @@ class RolloutTaxPlugin:
         self.summary_lines += verdict.summary
         self.regression_lines = verdict.regression
         failed = verdict.failed or bool(report["shared_sandboxes"])
+        if self.settings.history_fail:
+            failed = self._history_gate(verdict.saved) or failed
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.settings.html_path:
+            self.summary_lines.append(self._write_html(report, verdict))
+
+    def summarize(self) -> dict:
+        """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
+        return summarize(
+            self.aggregate,
+            self.settings.scale,
+            plugin_version=__version__,
+            machine=machine_info(),
+            commit=commit_info(self.config.rootpath),
+            steps=self.settings.json_steps,
+            fleet=Fleet(
+                bursts=self.bursts,
+                pools={n: PoolStats.merge(r) for n, r in self.pool_records.items() if r},
+                workers=self.settings.fleet,
+            ),
+            control_planes=self.control_planes,
+        )
+
+    def _write_html(self, report: dict, verdict: compare.Verdict) -> str:
+        """Write the HTML page of ``report`` (with the baseline and the gate's verdict, if any)."""
+        gate = self.settings.gate
+        baseline = gate.baseline
+        try:
+            page = html_report.render(
+                report,
+                baseline=baseline.report if baseline else None,
+                baseline_label=baseline.label if baseline else "",
+                verdict=verdict.lines if gate.compare is not None else (),
+            )
+            path = html_report.write(self.settings.html_path, page)
+        except OSError as exc:
+            return (
+                f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
+            )
+        return f"HTML report written to {path}"
+
+    def _control_planes(self) -> dict[str, dict]:
+        """Each measured substrate's control plane, timed from this process (the client)."""
+        planes = {}
+        for name in self.aggregate.samples:
+            try:
+                plane = self.pool.get(name).control_plane()
+            except RolloutTaxError:  # e.g. no credentials: it measured nothing either
+                continue
+            if plane is not None:
+                planes[name] = plane.to_dict()
+        return planes
+
+    def _history_gate(self, saved: tuple) -> bool:
+        """Add the history gate's lines; whether it found a new slowdown."""
+        if not saved:
+            self.summary_lines.append(
+                "rollout-tax: --rollout-history-fail has no effect: this run was not saved "
+                "(add --rollout-autosave)"
+            )
+            return False
+        lines, regression = history.new_change_points(self.settings.gate.storage, saved)
+        self.summary_lines += lines
+        self.regression_lines = [*self.regression_lines, *regression]
+        return bool(regression)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if not self.summary_lines:
@@ -562,6 +698,33 @@ class RolloutTaxPlugin:
     def pytest_unconfigure(self) -> None:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
+
+
+class ReportBridges:
+    """Hooks of pytest-html and pytest-json-report, called only where they are installed: the
+    rollout summary and plots in pytest-html's page, the summary in pytest-json-report's JSON."""
+
+    def __init__(self, plugin: RolloutTaxPlugin) -> None:
+        self.plugin = plugin
+
+    def _report(self) -> dict | None:
+        """The session's report; before the plugin has made it (these plugins' session-finish
+        hooks may run first), the report of every rollout finished so far."""
+        if self.plugin.report is not None:
+            return self.plugin.report
+        return self.plugin.summarize() if self.plugin.aggregate else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list) -> None:
+        report = self._report()
+        if report is not None:
+            postfix.append(html_report.fragment(report, render_summary(report)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict) -> None:
+        report = self._report()
+        if report is not None:
+            json_report["rollout_tax"] = {k: v for k, v in report.items() if k != "rollouts"}
 
 
 class XdistController:
@@ -591,6 +754,15 @@ class XdistController:
     def pytest_sessionfinish(self) -> None:
         if self.crashed:  # a worker died without cleaning up: reap what it left
             self.plugin.pool.reap_session(list(self.plugin.settings.specs))
+
+
+def _slot(item: pytest.Item) -> Slot | None:
+    """An item's place in the round-robin: (round, workload, substrate), or None."""
+    callspec = getattr(item, "callspec", None)
+    target = callspec.params.get("_rollout_target") if callspec else None
+    if not isinstance(target, Target):
+        return None
+    return target.round, item.nodeid.replace(target.id, "", 1), target.substrate
 
 
 def _close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:

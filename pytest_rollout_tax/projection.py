@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
 #: trajectories' recorded think time, or nowhere (0).
@@ -98,13 +99,71 @@ def tax_hours(
     action_s: float,
     teardown_s: float,
     step_s: float | None = None,
+    idle_s: float = 0.0,
 ) -> float:
-    """Hours the substrate alone costs: ``N * (cold + S * min(action, step) + teardown)``.
+    """Hours the substrate alone costs: ``N * (cold + S * min(action, step) + teardown + idle)``.
 
     Without a step time (no steps measured) the per-step part is the no-op probe's alone.
     """
-    per_rollout = cold_start_s + scale.steps * step_overhead(action_s, step_s) + teardown_s
-    return scale.rollouts * per_rollout / SECONDS_PER_HOUR
+    overhead = scale.steps * step_overhead(action_s, step_s)
+    return scale.rollouts * (cold_start_s + overhead + teardown_s + idle_s) / SECONDS_PER_HOUR
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """Projected worker-hours split by where they go; the parts add up to the worker-hours."""
+
+    cold_start: float
+    #: The per-step transport tax: ``S * min(action, step)`` per rollout.
+    overhead: float
+    #: The commands' own time: the rest of each step.
+    command: float
+    think: float
+    teardown: float
+    #: A warm pool's idle sandboxes; 0 without a pool.
+    idle: float = 0.0
+
+    PARTS: ClassVar[tuple[str, ...]] = (
+        "cold_start", "overhead", "command", "think", "teardown", "idle",
+    )  # fmt: skip
+    #: The parts the substrate alone costs (tax-hours).
+    TAX: ClassVar[tuple[str, ...]] = ("cold_start", "overhead", "teardown", "idle")
+
+    @property
+    def worker_hours(self) -> float:
+        return math.fsum(getattr(self, part) for part in self.PARTS)
+
+    @property
+    def tax_hours(self) -> float:
+        return math.fsum(getattr(self, part) for part in self.TAX)
+
+    def to_dict(self) -> dict[str, float]:
+        return {part: getattr(self, part) for part in self.PARTS}
+
+
+def decompose(
+    scale: Scale,
+    *,
+    cold_start_s: float,
+    action_s: float,
+    step_s: float,
+    teardown_s: float,
+    idle_s: float = 0.0,
+) -> Decomposition:
+    """Split :func:`worker_hours` into its parts, the per-step tax as :func:`tax_hours` counts it.
+
+    ``idle_s``: a warm pool's idle sandbox-seconds per rollout (0 without a pool).
+    """
+    per_hour = scale.rollouts / SECONDS_PER_HOUR
+    overhead = step_overhead(action_s, step_s)
+    return Decomposition(
+        cold_start=cold_start_s * per_hour,
+        overhead=scale.steps * overhead * per_hour,
+        command=scale.steps * (step_s - overhead) * per_hour,
+        think=scale.steps * scale.think_time_s * per_hour,
+        teardown=teardown_s * per_hour,
+        idle=idle_s * per_hour,
+    )
 
 
 def added_hours(

@@ -8,7 +8,7 @@ import os
 import stat
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -16,7 +16,7 @@ from tabulate import tabulate
 
 from . import burst
 from .errors import ConfigError
-from .stats import MIN_SAMPLES_FOR_P95
+from .stats import min_samples
 
 #: The summary fits a terminal this wide.
 WIDTH = 100
@@ -93,6 +93,9 @@ def render_summary(report: dict) -> list[str]:
         tablefmt="simple",
         colalign=("left",) + ("right",) * (len(HEADERS) - 1),
     ).splitlines()
+    for name, sub in report["substrates"].items():
+        if (shares := shares_line(name, sub)) is not None:
+            notes.append(shares)
     spread = report["spread"]
     if spread:
         notes.append(
@@ -121,12 +124,8 @@ def render_summary(report: dict) -> list[str]:
             reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
             success = 1 - sub["failures"] / sub["rollouts"]
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
-        samples = sub["cold_start"]["n"] if sub["cold_start"] else 0
-        if samples < MIN_SAMPLES_FOR_P95:
-            notes.append(
-                f"warning: {name} has {samples} cold-start sample(s); a p95 needs "
-                f"{MIN_SAMPLES_FOR_P95} or more (--rollout-rounds N)"
-            )
+        notes += few_samples_lines(name, sub)
+    notes += control_plane_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
@@ -195,6 +194,100 @@ def burst_line(name: str, levels: list[dict]) -> str:
             else "; no knee (p50 within 2x of the lowest level's)"
         )
     return line
+
+
+def control_plane_lines(report: dict) -> list[str]:
+    """Where the client ran, each control plane's round trip, and which are local stand-ins."""
+    planes = {
+        n: s["control_plane"] for n, s in report["substrates"].items() if s.get("control_plane")
+    }
+    if not planes:
+        return []
+    machine = report.get("machine") or {}
+    where = ", ".join(
+        str(part)
+        for part in (
+            machine.get("platform"),
+            f"{machine['cpu_count']} CPUs" if machine.get("cpu_count") else None,
+            machine.get("ci"),
+        )
+        if part
+    )
+    trips = "; ".join(
+        f"{name} {seconds(plane['rtt_s']) if plane['rtt_s'] is not None else 'failed'} "
+        f"({plane['endpoint']})"
+        for name, plane in planes.items()
+    )
+    lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
+    for name, plane in planes.items():
+        if plane["stand_in"]:
+            kind = report["substrates"][name].get("kind") or name
+            lines.append(
+                f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
+                f"not the real {kind} service"
+            )
+    return lines
+
+
+#: The percentiles the summary table shows, per metric (the highest first).
+SHOWN_PERCENTILES = {
+    "cold_start": ("p95", "p50"),
+    "action": ("p95", "p50"),
+    "step": ("p50",),
+    "teardown": ("p50",),
+}
+
+
+def few_samples_lines(name: str, entry: dict) -> list[str]:
+    """A warning per metric whose shown percentile comes from too few samples."""
+    lines = []
+    for metric, shown in SHOWN_PERCENTILES.items():
+        samples = entry[metric]["n"] if entry.get(metric) else 0
+        if metric != "cold_start" and not samples:
+            continue  # not measured (e.g. --rollout-probes=0): shown as "-"
+        short = next((q for q in shown if samples < min_samples(q)), None)
+        if short is not None:
+            label = "cold-start" if metric == "cold_start" else metric
+            lines.append(
+                f"warning: {name} has {samples} {label} sample(s); a {short} needs "
+                f"{min_samples(short)} or more (--rollout-rounds N)"
+            )
+    return lines
+
+
+#: How the summary names the parts of the worker-hours decomposition.
+PART_LABELS = {
+    "cold_start": "cold start",
+    "overhead": "overhead",
+    "command": "command",
+    "think": "think",
+    "teardown": "teardown",
+    "idle": "pool idle",
+}
+
+
+def shares_line(name: str, entry: dict) -> str | None:
+    """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
+    overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
+    parts, total = entry.get("decomposition"), entry.get("worker_hours")
+    if not parts or not total:
+        return None
+    terms = ", ".join(
+        f"{PART_LABELS.get(part, part)} {share(value / total)}"
+        for part, value in parts.items()
+        if part != "idle" or value  # a pool's idle time, where there is a pool
+    )
+    tax = entry.get("tax_hours")
+    return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
+
+
+def share(fraction: float) -> str:
+    """A share of a whole: ``84%``, ``3.6%``, ``0.1%``, ``<0.1%``, ``0%``."""
+    if fraction == 0:
+        return "0%"
+    if fraction < 0.001:
+        return "<0.1%"
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
 
 
 def variant_lines(substrates: dict[str, dict]) -> list[str]:
@@ -288,7 +381,11 @@ def current_umask() -> int:
 
 def check_json_path(path: str | os.PathLike[str]) -> Path:
     """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
-    where = f"--rollout-json={path}"
+    return check_report_path(path, f"--rollout-json={path}")
+
+
+def check_report_path(path: str | os.PathLike[str], where: str) -> Path:
+    """Fail fast when a file cannot be written to ``path``; errors start with ``where``."""
     if Path(path).is_dir():
         raise ConfigError(f"{where}: is a directory; name a file")
     try:
@@ -329,14 +426,26 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
 
     A crash never leaves a half-written file; the file's mode is 0666 less the umask.
     """
+
+    def write(handle: TextIO) -> None:
+        stream_json(handle, data)
+        handle.write("\n")
+
+    return write_atomically(path, write)
+
+
+def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+    """Have ``write`` fill a temporary file next to ``path``, then rename it over ``path``.
+
+    Through a symlink, its target is replaced; the file's mode is 0666 less the umask.
+    """
     target = report_target(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8", buffering=BUFFER) as handle:
             os.fchmod(handle.fileno(), 0o666 & ~current_umask())
-            stream_json(handle, data)
-            handle.write("\n")
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)

@@ -6,8 +6,17 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
+
+def min_samples(stat: str) -> int:
+    """The samples a percentile needs to be more than the maximum: 1 / (1 - q), so p50 2,
+    p90 10, p95 20, p99 100; 1 for min, mean and max. Below it, the summary and gate warn."""
+    if not stat.startswith("p"):
+        return 1
+    return math.ceil(round(1 / (1 - int(stat[1:]) / 100), 9))
+
+
 #: Below this many samples a p95 is mostly the maximum; the summary warns.
-MIN_SAMPLES_FOR_P95 = 20
+MIN_SAMPLES_FOR_P95 = min_samples("p95")
 
 
 def percentile(sorted_samples: list[float], q: float) -> float:

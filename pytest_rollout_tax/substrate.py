@@ -10,12 +10,17 @@ returns times every step.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import socket
+import statistics
 import threading
+import time
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from . import contract
 from .errors import ConfigError, RolloutTaxError, SandboxStartError
@@ -47,6 +52,45 @@ class Handle:
     id: str
     #: Its working directory, where relative paths resolve.
     workdir: str
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """The report's ``control_plane``: where a substrate's API was reached from this client,
+    the median round trip of one cheap call to it, and whether it is a local stand-in."""
+
+    endpoint: str
+    rtt_s: float | None  #: None: the call failed
+    #: The service is hosted elsewhere (E2B, AWS), yet its endpoint is on this machine.
+    stand_in: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def without_userinfo(endpoint: str) -> str:
+    """``endpoint`` without a ``user:password@`` part, so no credential reaches a report."""
+    parts = urlsplit(endpoint)
+    if "@" not in parts.netloc:
+        return endpoint
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether ``endpoint`` (a URL) names this machine: a loopback address, or a name that
+    resolves only to loopback addresses."""
+    host = urlsplit(endpoint).hostname
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
 
 
 def new_id() -> str:
@@ -84,6 +128,8 @@ class Substrate(ABC):
     transports: ClassVar[tuple[str, ...]] = ("exec",)
     #: Dollars per hour one sandbox costs, if known (``ec2.price_per_hour``); shown as cost.
     price_per_hour: float | None = None
+    #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
+    hosted: ClassVar[bool] = False
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
@@ -131,6 +177,30 @@ class Substrate(ABC):
     def reap(self, session_id: str | None = None) -> int:
         """Remove environments labelled by ``session_id`` (any session if None); return how many."""
         return 0
+
+    @property
+    def endpoint(self) -> str | None:
+        """The control plane's URL (never with credentials); None: there is none (local)."""
+        return None
+
+    def ping(self) -> None:  # noqa: B027 - no control plane, nothing to call
+        """One cheap control-plane API call (docker ping, k8s version, ...); raise if it fails."""
+
+    def control_plane(self, calls: int = 3) -> ControlPlane | None:
+        """The median round trip of ``calls`` pings from this client; None without an endpoint."""
+        endpoint = self.endpoint
+        if endpoint is None:
+            return None
+        times = []
+        try:
+            for _ in range(calls):
+                start = time.perf_counter()
+                self.ping()
+                times.append(time.perf_counter() - start)
+        except Exception:  # reported as an unknown round trip, never as a session failure
+            times = []
+        rtt = statistics.median(times) if times else None
+        return ControlPlane(without_userinfo(endpoint), rtt, self.hosted and is_loopback(endpoint))
 
     def close(self) -> None:  # noqa: B027 - most substrates hold nothing to release
         """Release the client connection."""

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from . import burst
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .pool import PoolStats
-from .projection import Scale, fleet_hours, rollout_seconds, spread, tax_hours, worker_hours
+from .projection import (
+    Scale,
+    decompose,
+    fleet_hours,
+    rollout_seconds,
+    spread,
+    tax_hours,
+    worker_hours,
+)
 from .record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
 from .stats import Stats
 
@@ -45,8 +53,8 @@ def summarize_substrate(
     think = Stats.of(samples.think)
     scale = scale.with_recorded_think(think.mean if think else None)
     pool = fleet.pools.get(name)
-    idle = pool.idle_per_claim_s if pool else 0.0
-    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle)
+    idle_s = pool.idle_per_claim_s if pool else 0.0  # a warm pool's idle sandbox-s per rollout
+    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle_s)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
@@ -66,7 +74,8 @@ def summarize_substrate(
         "think": _dict(think),
         "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
         "worker_hours": hours,
-        "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
+        "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step, idle_s=idle_s),
+        "decomposition": project_decomposition(scale, cold, action, step, teardown, idle_s=idle_s),
     }
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
@@ -150,6 +159,7 @@ def project_tax_hours(
     teardown: Stats | None,
     *,
     step: Stats | None,
+    idle_s: float = 0.0,
 ) -> float | None:
     """Projected tax-hours from the means (the per-step tax capped at the mean step), or None
     without a cold start and probes."""
@@ -161,7 +171,31 @@ def project_tax_hours(
         action_s=action.mean,
         teardown_s=teardown.mean if teardown else 0.0,
         step_s=step.mean if step else None,
+        idle_s=idle_s,
     )
+
+
+def project_decomposition(
+    scale: Scale,
+    cold: Stats | None,
+    action: Stats | None,
+    step: Stats | None,
+    teardown: Stats | None,
+    *,
+    idle_s: float = 0.0,
+) -> dict[str, float] | None:
+    """The report's ``decomposition`` (hours by part, adding up to the worker-hours), or None
+    without a cold start, probes and steps."""
+    if cold is None or action is None or step is None:
+        return None
+    return decompose(
+        scale,
+        cold_start_s=cold.mean,
+        action_s=action.mean,
+        step_s=step.mean,
+        teardown_s=teardown.mean if teardown else 0.0,
+        idle_s=idle_s,
+    ).to_dict()
 
 
 def build_report(
@@ -194,11 +228,13 @@ def summarize(
     commit: dict | None,
     steps: str = "all",
     fleet: Fleet | None = None,
+    control_planes: dict[str, dict] | None = None,
 ) -> dict:
     """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
 
     ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
-    step columns its items carry.
+    step columns its items carry. ``control_planes`` (per substrate, ``ControlPlane.to_dict()``)
+    go into the substrates' entries.
     """
     recorded = aggregate.sorted_rows()
     scale = resolve_steps(scale, recorded)
@@ -211,6 +247,9 @@ def summarize(
     }
     think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
     scale = scale.with_recorded_think(think.mean if think else None)
+    for name, plane in (control_planes or {}).items():
+        if name in substrates:
+            substrates[name]["control_plane"] = plane
     return {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

@@ -17,6 +17,7 @@ from support.ec2_moto import (
     sshd_target,
 )
 from support.k8s_api import k8s_api, k8s_kubeconfig
+from support.optional import no_matplotlib
 
 __all__ = [
     "docker_client",
@@ -32,6 +33,7 @@ __all__ = [
     "k8s_kubeconfig",
     "make_ec2",
     "moto_server",
+    "no_matplotlib",
     "sandbox_image",
     "sshd_image",
     "sshd_target",

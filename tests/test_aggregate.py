@@ -15,6 +15,7 @@ from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.stats import Stats
 from pytest_rollout_tax.summary import (
     build_report,
+    project_decomposition,
     project_tax_hours,
     project_worker_hours,
     spread_of,
@@ -91,6 +92,7 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
         },
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
+        "decomposition": project_decomposition(scale, cold, action, step, teardown),
     }
     if prices:
         entry["price_per_hour"] = prices[-1]

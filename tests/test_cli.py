@@ -87,7 +87,8 @@ def test_compare_ten_times_slower_fails(runs: Path) -> None:
     failed = [x for x in lines if x.startswith("FAILED ")]
     assert len(failed) == 1
     assert failed[0].startswith("FAILED local cold_start.p95: baseline 1.18s, now 11.8s")
-    assert "threshold 15%" in failed[0] and "Mann-Whitney p=0.0025 < 0.05 (n=6/6)" in failed[0]
+    assert "threshold 15%" in failed[0]
+    assert "Mann-Whitney p=0.0025 < 0.05 (n=6/6 rollouts)" in failed[0]
     assert lines[-1] == "passed 0 of 1 check(s)"
 
 
@@ -155,6 +156,7 @@ def test_compare_missing_current_is_an_error(runs: Path) -> None:
         ),  # fixed: a test id with the clock in it differs per xdist worker
         (b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
     ],
+    ids=["not-json", "binary", "schema-9", "not-rollout-tax"],  # stable: xdist workers agree
 )
 @pytest.mark.parametrize("side", ["baseline", "current"])
 def test_compare_bad_file(runs: Path, content: bytes, message: str, side: str) -> None:
@@ -245,6 +247,10 @@ def test_project_keeps_what_is_not_given(runs: Path) -> None:
         2 * data["substrates"]["local"]["worker_hours"]
     )
     assert data["projection"]["rollouts"] == 10  # the input is not changed
+    without = {**data, "substrates": {"local": {**data["substrates"]["local"]}}}
+    del without["substrates"]["local"]["decomposition"]  # a run saved before it was reported
+    redone = reproject(without, None, None, None)["substrates"]["local"]["decomposition"]
+    assert redone == pytest.approx(data["substrates"]["local"]["decomposition"])
 
 
 def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
@@ -265,6 +271,9 @@ def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
         )
     )
     assert again["worker_hours"] == pytest.approx(100 * local["worker_hours"])
+    assert again["decomposition"] == pytest.approx(
+        {part: 100 * hours for part, hours in local["decomposition"].items()}
+    )
     assert again["cost_usd"] == pytest.approx(again["worker_hours"] * 0.5)  # not the old cost
     assert "cost_usd" not in reproject(make_report(), 1000, None, None)["substrates"]["local"]
 
@@ -372,3 +381,59 @@ def test_project_a_fleet(runs: Path, tmp_path: Path) -> None:
     assert "local fleet of 4 workers: " in out
     status, _, err = cli("project", "base", "--fleet", "0")
     assert status == 4 and "--fleet: expected a positive integer, got '0'" in err
+
+
+# -- html ---------------------------------------------------------------------------------------
+
+
+def test_html_writes_the_page_of_a_saved_run(runs: Path, tmp_path: Path) -> None:
+    status, out, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (0, "")
+    assert out == f"HTML report written to {tmp_path / 'page.html'}\n"
+    page = (tmp_path / "page.html").read_text()
+    assert "<title>Rollout tax: base.json</title>" in page
+    assert page.count("<svg") == 4 and 'id="gate"' not in page  # these runs have no phases
+
+
+def test_html_against_a_baseline_shows_the_comparison_and_the_checks(
+    runs: Path, tmp_path: Path
+) -> None:
+    status, _, err = cli(
+        "html", "slow", "base", "-o", str(tmp_path / "page.html"), "--fail", "cold_start.p50:15%"
+    )
+    assert (status, err) == (0, "")  # the page shows the verdict; compare is the gate
+    page = (tmp_path / "page.html").read_text()
+    assert "local (baseline)" in page
+    assert '<span class="failed">FAILED local cold_start.p50: baseline ' in page
+
+
+def test_html_of_a_run_saved_before_the_decomposition_draws_it(runs: Path, tmp_path: Path) -> None:
+    old = json.loads((runs / "base.json").read_text())
+    del old["substrates"]["local"]["decomposition"]
+    (runs / "old.json").write_text(json.dumps(old))
+    status, _, err = cli("html", "old", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (0, "")
+    assert 'aria-label="Worker-hours by part"' in (tmp_path / "page.html").read_text()
+
+
+def test_html_with_a_missing_baseline_warns_and_writes_the_page(runs: Path, tmp_path: Path) -> None:
+    status, _, err = cli("html", "base", "nope", "-o", str(tmp_path / "page.html"))
+    assert status == 0
+    assert err == "rollout-tax: no baseline 'nope' in .rollout-tax/: the page has no baseline\n"
+    assert (tmp_path / "page.html").is_file()
+
+
+def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, request) -> None:
+    status, _, err = cli("html", "base", "-o", str(tmp_path))
+    assert status == 4
+    assert err == f"rollout-tax: error: --output={tmp_path}: is a directory; name a file\n"
+    status, _, err = cli("html", "missing", "-o", str(tmp_path / "page.html"))
+    assert (status, err) == (4, "rollout-tax: error: RUN: no baseline 'missing' in .rollout-tax/\n")
+    request.getfixturevalue("no_matplotlib")
+    status, _, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
+    assert status == 4
+    assert err == (
+        "rollout-tax: error: the HTML report needs matplotlib: "
+        "pip install 'pytest-rollout-tax[html]'\n"
+    )
+    assert not (tmp_path / "page.html").exists()

@@ -178,14 +178,14 @@ def test_mann_whitney_edge_cases() -> None:
 
 def test_evidence_rules() -> None:
     slow = [c * 10 for c in COLD]
-    assert evidence("cold_start", COLD, slow).credible
-    assert evidence("cold_start", COLD, slow).p_value < ALPHA
-    found = evidence("cold_start", COLD, COLD)
+    assert evidence(COLD, slow).credible
+    assert evidence(COLD, slow).p_value < ALPHA
+    found = evidence(COLD, COLD)
     assert not found.credible and "Mann-Whitney" in found.why
-    few = evidence("cold_start", COLD[: MIN_SAMPLES - 1], slow)
+    assert "(n=8/8 rollouts)" in found.why
+    few = evidence(COLD[: MIN_SAMPLES - 1], slow)
     assert few.p_value is None and few.credible and "threshold alone" in few.why
-    hours = evidence("worker_hours", [], [])
-    assert hours.p_value is None and "no per-rollout samples" in hours.why
+    assert "4/8 rollouts, the noise test needs 5 a side" in few.why
 
 
 # -- comparing reports --------------------------------------------------------------------------
@@ -212,7 +212,7 @@ def test_ten_times_slower_fails() -> None:
     assert line.startswith("FAILED local cold_start.p95: baseline ")
     assert "now " in line and "+900.0%" in line and "threshold 15%" in line
     assert "Mann-Whitney p=" in line
-    assert "threshold alone: worker-hours" in next(x for x in failed if "worker_hours" in x)
+    assert "Mann-Whitney p=" in next(x for x in failed if "worker_hours" in x)
     assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression")
     assert verdict.regression[-1] == "passed 0 of 7 check(s)"
 
@@ -255,14 +255,56 @@ def test_too_few_samples_fall_back_to_the_threshold() -> None:
         checks("cold_start.p50:15%"),
     )
     assert verdict.failed
-    assert "threshold alone: 3/3 samples, the noise test needs 5 a side" in verdict.regression[0]
+    assert "threshold alone: 3/3 rollouts, the noise test needs 5 a side" in verdict.regression[0]
 
 
 def test_baseline_without_raw_samples_uses_the_threshold() -> None:
     baseline = report(rollouts("local", COLD))
     baseline["rollouts"] = []
     verdict = compare_reports(baseline, report(rollouts("local", COLD, 2)), checks("step.p50:5%"))
-    assert verdict.failed and "threshold alone: 0/16 samples" in verdict.regression[0]
+    assert verdict.failed and "threshold alone: 0/8 rollouts" in verdict.regression[0]
+
+
+def test_a_rise_must_credibly_exceed_the_threshold_not_just_zero() -> None:
+    """20% slower against a 15% threshold crosses it, but the samples cannot tell 20% from
+    15%: not credible. Twice as slow is."""
+    base = report(rollouts("local", COLD))
+    check = checks("cold_start.p50:15%")
+    little = compare_reports(base, report(rollouts("local", COLD, 1.2)), check)
+    assert not little.failed
+    assert any(line.startswith("not credible: local cold_start.p50") for line in little.summary)
+    assert compare_reports(base, report(rollouts("local", COLD, 2)), check).failed
+
+
+def test_absolute_thresholds_raise_the_baseline_by_their_amount() -> None:
+    figures = [1.0, 2.0]
+    assert Threshold.parse("10%").raised(figures, 1.5, "cold_start") == [1.1, 2.2]
+    assert Threshold.parse("5ms").raised(figures, 1.5, "action") == [1.005, 2.005]
+    hours = Threshold.parse("100h").raised(figures, 1000.0, "worker_hours")  # 10 % of 1,000 h
+    assert hours == pytest.approx([1.1, 2.2])
+
+
+def test_the_noise_test_counts_rollouts_not_steps() -> None:
+    """Steps of one rollout share a sandbox: each rollout gives one figure, the check's STAT
+    over its own steps; worker_hours gives each rollout's projected worker time."""
+    (side,) = compare.sides(report(rollouts("local", COLD)), Scale()).values()
+    assert len(side.units("step", "p50")) == len(COLD)
+    assert side.units("step", "max") == pytest.approx([c / 10 for c in COLD])
+    assert side.units("step", "min") == pytest.approx([c / 20 for c in COLD])
+    assert side.units("cold_start", "p95") == pytest.approx(COLD)
+    worker = side.units("worker_hours", "mean")
+    assert worker[0] == pytest.approx(COLD[0] + 150 * (COLD[0] * 0.15 / 2) + COLD[0] / 2)
+
+
+def test_a_check_on_a_percentile_of_too_few_samples_warns() -> None:
+    base = report(rollouts("local", COLD))  # 8 cold starts, 16 steps
+    verdict = compare_reports(base, base, checks("cold_start.p95:15%", "cold_start.p50:15%",
+                                                 "step.p90:5%", "step.max:5%"))  # fmt: skip
+    warnings = [line for line in verdict.summary if line.startswith("warning: ")]
+    assert warnings == [
+        "warning: local cold_start.p95 is quoted from 8/8 sample(s); a p95 needs 20 or more"
+    ]
+    assert verdict.summary[-1].startswith("passed 4 of 4 check(s)")
 
 
 def test_substrates_on_one_side_are_listed_not_errors() -> None:

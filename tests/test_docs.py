@@ -18,8 +18,8 @@ INLINE_CODE = re.compile(r"`[^`]*`")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 #: A path inside the repository, wherever a page names it (prose, code, commands).
-REPO_PATH = re.compile(
-    r"(?<![\w./-])(?:\.ci|benchmarks|docs|example_suite|images|pytest_rollout_tax|scripts|tests)"
+REPO_PATH = re.compile(  # not a link target "](path)": the link check resolves those
+    r"(?<![\w./-])(?<!\]\()(?:\.ci|benchmarks|docs|example_suite|images|pytest_rollout_tax|scripts|tests)"
     r"/[\w./-]*[\w/]"
 )
 

@@ -5,6 +5,7 @@ local stand-ins of tests/support (their timings are not those of the real servic
 """
 
 import json
+import math
 
 import pytest
 from support.ec2_moto import substrate_opt_args
@@ -44,3 +45,10 @@ def test_the_example_suite_and_the_readme_workload_pass(pytester, substrate_args
     steps = {r["test"].split("::")[-1]: len(r["steps"]["wall_us"]) for r in report["rollouts"]}
     assert steps["test_agent_loop[" + report["rollouts"][0]["substrate"] + "-1]"] == 150
     assert all(r["cold_start_s"] and r["teardown_s"] for r in report["rollouts"])
+    parts = summary["decomposition"]  # worker-hours, broken down, add up; tax is part of them
+    assert math.fsum(parts.values()) == pytest.approx(summary["worker_hours"], rel=1e-3)
+    assert summary["tax_hours"] == pytest.approx(
+        parts["cold_start"] + parts["overhead"] + parts["teardown"] + parts["idle"], rel=1e-3
+    )
+    assert 0 < summary["tax_hours"] <= summary["worker_hours"]
+    assert min(parts.values()) >= 0

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from pytest_rollout_tax import history
 from pytest_rollout_tax.cli import main as cli_main
+
+try:  # here, once: pytester's in-process runs drop modules they import, numpy cannot come back
+    history.require()
+    HAS_HISTORY = True
+except history.HistoryUnavailable:
+    HAS_HISTORY = False
+needs_history = pytest.mark.skipif(not HAS_HISTORY, reason="the [history] extra is not installed")
 
 needs_xdist = pytest.mark.skipif(
     importlib.util.find_spec("xdist") is None, reason="pytest-xdist is not installed"
@@ -172,7 +180,7 @@ def test_autosave_names_the_commit(suite: pytest.Pytester) -> None:
 
 
 def test_ten_times_slower_fails_with_a_regression_section(suite: pytest.Pytester) -> None:
-    write_baseline(suite, "main", saved_run(suite), 0.1)  # the baseline was 10x faster
+    write_baseline(suite, "main", saved_run(suite), 0.01)  # the baseline was 100x faster
     result = run(
         suite,
         "--rollout-compare=main",
@@ -380,7 +388,7 @@ def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
     assert result.ret == 1
     assert result.stdout.str().count("rollout tax regression") == 1
     failed = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
-    assert len(failed) == 1 and "(n=18/18)" in failed[0]  # all workers' samples
+    assert len(failed) == 1 and "(n=6/6 rollouts)" in failed[0]  # all workers' rollouts
 
 
 @needs_xdist
@@ -394,3 +402,48 @@ def test_xdist_missing_baseline_passes(suite: pytest.Pytester) -> None:
     result = run(suite, "-n", "2", "--rollout-compare=main", "--rollout-compare-fail=step.p50:1%")
     assert result.ret == 0
     assert result.stdout.str().count("rollout-tax: no baseline 'main'") == 1
+
+
+# -- the history gate ---------------------------------------------------------------------------
+
+
+def write_history(pytester: pytest.Pytester, data: dict, factors: list[float]) -> None:
+    """Autosaves 0001.. of ``data`` scaled by each factor, oldest first by modification time."""
+    for index, factor in enumerate(factors, start=1):
+        path = write_baseline(pytester, f"{index:04d}_old", data, factor)
+        os.utime(path, ns=(index * 10**9, index * 10**9))
+
+
+@needs_history
+def test_history_fail_fails_on_a_new_slowdown(suite: pytest.Pytester) -> None:
+    data = saved_run(suite)
+    (suite.path / STORE / "real.json").unlink()
+    write_history(suite, data, [0.01 * (1 + 0.02 * (i % 3)) for i in range(8)])  # 100x faster
+    result = run(suite, "--rollout-autosave", "--rollout-history-fail")
+    assert result.ret == 1, result.stdout.str()
+    lines = section(result, "rollout tax regression")
+    new = [line for line in lines if line.startswith("NEW CHANGE POINT local.cold_start.p50: ")]
+    assert len(new) == 1 and "from 0009_" in new[0] and "t-test p=" in new[0]
+    assert lines[-1] == f"(over 9 saved run(s) in {STORE}{os.sep})"
+
+
+@needs_history
+def test_history_fail_passes_without_a_change(suite: pytest.Pytester) -> None:
+    result = run(suite, "--rollout-autosave", "--rollout-history-fail")
+    assert result.ret == 0
+    assert "rollout-tax: history: no new change point over 1 saved run(s)" in result.stdout.str()
+    unsaved = run(suite, "--rollout-history-fail")
+    assert unsaved.ret == 0
+    assert "--rollout-history-fail has no effect: this run was not saved" in unsaved.stdout.str()
+
+
+def test_history_fail_without_the_extra_is_a_usage_error(suite, monkeypatch) -> None:
+    def missing() -> None:
+        raise history.HistoryUnavailable("change-point detection needs ruptures: pip install x")
+
+    monkeypatch.setattr(history, "require", missing)
+    result = run(suite, "--rollout-history-fail")
+    assert result.ret == 4
+    assert "ERROR: --rollout-history-fail: change-point detection needs ruptures" in (
+        result.stderr.str()
+    )

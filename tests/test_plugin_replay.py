@@ -245,6 +245,11 @@ def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
     assert report["projection"]["think_time_source"] == "recorded"
     assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
     result.stdout.fnmatch_lines(["*with 3.19s recorded think time per step*"])
+    # the worker-hours decomposition's think term is the recorded think time
+    local = report["substrates"]["local"]
+    think_hours = 1_000_000 * 150 * local["think"]["mean"] / 3600
+    assert local["decomposition"]["think"] == pytest.approx(think_hours)
+    assert sum(local["decomposition"].values()) == pytest.approx(local["worker_hours"])
 
 
 def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):

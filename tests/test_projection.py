@@ -3,8 +3,10 @@ import random
 import pytest
 
 from pytest_rollout_tax.projection import (
+    Decomposition,
     Scale,
     added_hours,
+    decompose,
     fleet_hours,
     spread,
     step_overhead,
@@ -64,6 +66,45 @@ def test_tax_hours_never_exceed_worker_hours_over_random_inputs():
         assert tax <= worker, (scale, cold, action, step, teardown)
         expected = scale.rollouts * (cold + scale.steps * min(action, step) + teardown) / 3600
         assert tax == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_decomposition_splits_worker_hours_and_its_tax_part_is_tax_hours():
+    scale = Scale(rollouts=3600, steps=10, think_time_s=0.5)
+    figures = {"cold_start_s": 2.0, "action_s": 0.05, "teardown_s": 1.0}
+    parts = decompose(scale, step_s=0.1, idle_s=0.25, **figures)
+    assert parts == Decomposition(
+        cold_start=2.0, overhead=0.5, command=0.5, think=5.0, teardown=1.0, idle=0.25
+    )
+    assert parts.worker_hours == pytest.approx(
+        worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0, idle_s=0.25)
+    )
+    assert parts.tax_hours == pytest.approx(tax_hours(scale, step_s=0.1, idle_s=0.25, **figures))
+    assert list(parts.to_dict()) == list(Decomposition.PARTS)
+    assert decompose(scale, step_s=0.1, **figures).idle == 0.0  # no pool, no idle time
+
+
+def test_the_decomposition_adds_up_over_random_inputs():
+    """Property: the parts sum to the worker-hours, the tax parts to the tax-hours."""
+    rng = random.Random(1414)
+    for _ in range(2000):
+        scale = Scale(
+            rng.randint(1, 10**9), rng.randint(1, 1000), rng.choice([0, 10 ** rng.uniform(-3, 2)])
+        )
+        cold, action, step, teardown = (10 ** rng.uniform(-6, 3) for _ in range(4))
+        idle = rng.choice([0.0, 10 ** rng.uniform(-3, 3)])
+        parts = decompose(
+            scale, cold_start_s=cold, action_s=action, step_s=step, teardown_s=teardown,
+            idle_s=idle,
+        )  # fmt: skip
+        worker = worker_hours(
+            scale, cold_start_s=cold, step_s=step, teardown_s=teardown, idle_s=idle
+        )
+        tax = tax_hours(
+            scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step, idle_s=idle
+        )
+        assert parts.worker_hours == pytest.approx(worker, rel=1e-9)
+        assert parts.tax_hours == pytest.approx(tax, rel=1e-9)
+        assert min(parts.to_dict().values()) >= 0 and parts.tax_hours <= parts.worker_hours
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from pytest_rollout_tax.report import (
     current_umask,
     render_summary,
     seconds,
+    shares_line,
     write_json,
 )
 from pytest_rollout_tax.summary import build_report
@@ -43,6 +44,32 @@ def test_summary_fits_a_100_column_terminal_and_shows_every_figure():
     assert "spread: cold start p50 155x (docker-gvisor vs local)" in text
     assert "warning: local has 1 cold-start sample(s)" in text
     assert "warning: docker-gvisor" not in text
+
+
+def test_summary_shows_where_the_worker_hours_go_in_one_line_per_substrate():
+    rollouts = [rollout("local", 0.002)] * 20 + [rollout("docker-gvisor", 0.31, step=0.05)] * 20
+    lines = render_summary(
+        build_report(rollouts, Scale(think_time_s=1), plugin_version="1", machine={}, commit=None)
+    )
+    assert max(map(len, lines)) <= 100, "\n".join(lines)
+    text = " ".join(line.strip() for line in lines)
+    # per rollout: cold 0.31 s, steps 150 x (0.025 tax + 0.025 command + 1 think), teardown 0.5
+    assert (
+        "docker-gvisor hours: cold start 0.2%, overhead 2.4%, command 2.4%, think 95%, "
+        "teardown 0.3% (tax 2.9%) local hours: cold start <0.1%, overhead 0.5%, command 0.5%, "
+        "think 99%, teardown 0.3% (tax 0.8%) spread:" in text
+    )
+
+
+def test_a_pool_s_idle_time_is_a_part_where_there_is_one():
+    entry = {"worker_hours": 10.0, "tax_hours": 6.0, "decomposition": {
+        "cold_start": 1.0, "overhead": 2.0, "command": 4.0, "think": 0.0, "teardown": 1.0,
+        "idle": 2.0}}  # fmt: skip
+    assert shares_line("docker", entry) == (
+        "docker hours: cold start 10%, overhead 20%, command 40%, think 0%, teardown 10%, "
+        "pool idle 20% (tax 60%)"
+    )
+    assert shares_line("docker", {"worker_hours": None, "decomposition": None}) is None
 
 
 def test_summary_lists_failure_reasons_and_success_rate():
@@ -251,3 +278,43 @@ def test_write_json_is_compact_and_streams_long_lists_item_by_item(tmp_path):
         text == '{"a":1,"rows":[{"i":0,"x":[0.5]},{"i":1,"x":[0.5]},{"i":2,"x":[0.5]}],'
         '"b":{"c":null}}\n'
     )
+
+
+def test_every_percentile_shown_warns_when_its_samples_are_too_few():
+    """25 cold starts are enough for a p95; their 3 probes each (75) too; 1 teardown of a
+    lone rollout is not enough for a p50, nor 1 step."""
+    many = [rollout("docker", 0.3)] * 25
+    lone = rollout("local", 0.002, steps=1)
+    lone.action_probes_s = [0.001] * 7
+    text = "\n".join(
+        render_summary(build_report([*many, lone], Scale(), plugin_version="1", machine={},
+                                    commit=None))
+    )  # fmt: skip
+    assert "warning: docker" not in text
+    assert "warning: local has 1 cold-start sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 7 action sample(s); a p95 needs 20 or more" in text
+    assert "warning: local has 1 step sample(s); a p50 needs 2 or more" in text
+    assert "warning: local has 1 teardown sample(s); a p50 needs 2 or more" in text
+
+
+def test_the_summary_states_round_trips_and_stand_ins():
+    machine = {"platform": "Linux-x", "cpu_count": 2, "ci": "GitHub Actions"}
+    rollouts = [rollout("e2b", 0.3), rollout("docker", 0.2)]
+    data = build_report(rollouts, Scale(), plugin_version="1", machine=machine, commit=None)
+    data["substrates"]["e2b"]["control_plane"] = {
+        "endpoint": "http://127.0.0.1:49152", "rtt_s": 0.0021, "stand_in": True
+    }  # fmt: skip
+    data["substrates"]["docker"]["control_plane"] = {
+        "endpoint": "unix:///var/run/docker.sock", "rtt_s": None, "stand_in": False
+    }  # fmt: skip
+    data["substrates"]["e2b"]["kind"] = "e2b"
+    text = " ".join(line.strip() for line in render_summary(data))
+    assert (
+        "control-plane round trip from this client (Linux-x, 2 CPUs, GitHub Actions): "
+        "docker failed (unix:///var/run/docker.sock); e2b 2.1ms (http://127.0.0.1:49152)"
+    ) in text
+    assert (
+        "warning: e2b's figures come from a local stand-in at http://127.0.0.1:49152, not the "
+        "real e2b service"
+    ) in text
+    assert "docker's figures come from" not in text

@@ -30,3 +30,13 @@ def test_stats_round_trip_through_dict():
     stats = Stats.of([1.0, 5.0])
     assert Stats.from_dict(stats.to_dict()) == stats
     assert set(stats.to_dict()) == {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}
+
+
+@pytest.mark.parametrize(
+    ("stat", "needed"),
+    [("p50", 2), ("p90", 10), ("p95", 20), ("p99", 100), ("mean", 1), ("max", 1), ("min", 1)],
+)
+def test_a_percentile_needs_one_over_its_tail_share_of_samples(stat, needed):
+    from pytest_rollout_tax.stats import min_samples
+
+    assert min_samples(stat) == needed

@@ -40,3 +40,37 @@ def test_a_failed_first_no_op_is_a_start_error_and_removes_what_was_made(tmp_pat
     with pytest.raises(SandboxStartError, match=r"^local: the first no-op exec exited 127: "):
         substrate.start()
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "loopback"),
+    [
+        ("http://127.0.0.1:8080", True),
+        ("http://127.5.0.1", True),
+        ("http://[::1]:9000/api", True),
+        ("http://localhost:3000", True),
+        ("https://api.e2b.app", False),
+        ("https://10.0.0.5:6443", False),
+        ("unix:///var/run/docker.sock", False),
+        ("not a url", False),
+    ],
+)
+def test_a_loopback_endpoint_is_this_machine(endpoint, loopback, monkeypatch):
+    import socket
+
+    def resolve(host, *args, **kwargs):  # no network: only localhost resolves
+        if host == "localhost":
+            return [(socket.AF_INET, 0, 0, "", ("127.0.0.1", 0))]
+        raise OSError("no network here")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    from pytest_rollout_tax.substrate import is_loopback
+
+    assert is_loopback(endpoint) is loopback
+
+
+def test_endpoints_lose_their_credentials():
+    from pytest_rollout_tax.substrate import without_userinfo
+
+    assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
+    assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"

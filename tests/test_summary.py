@@ -1,4 +1,5 @@
 import json
+import math
 import random
 
 import pytest
@@ -48,6 +49,10 @@ def test_report_has_the_schema_of_the_design():
     assert set(local) == {
         "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
         "step", "teardown", "trajectory", "think", "phases", "worker_hours", "tax_hours",
+        "decomposition",
+    }  # fmt: skip
+    assert set(local["decomposition"]) == {
+        "cold_start", "overhead", "command", "think", "teardown", "idle",
     }  # fmt: skip
     for metric in ("cold_start", "action", "step", "teardown", "trajectory"):
         assert set(local[metric]) == STATS_KEYS
@@ -183,7 +188,9 @@ def test_a_pools_idle_time_enters_worker_hours_per_claimed_rollout():
     assert docker["worker_hours"] == pytest.approx(
         without["substrates"]["docker"]["worker_hours"] + 2
     )
-    assert docker["tax_hours"] == without["substrates"]["docker"]["tax_hours"]
+    # the idle sandboxes are the substrate's cost: tax too, and a part of the decomposition
+    assert docker["tax_hours"] == pytest.approx(without["substrates"]["docker"]["tax_hours"] + 2)
+    assert docker["decomposition"]["idle"] == pytest.approx(2)
 
 
 def test_the_fleet_uses_the_nearest_burst_level_and_says_which():
@@ -215,3 +222,49 @@ def test_the_fleet_uses_the_nearest_burst_level_and_says_which():
     )["substrates"]["docker"]["fleet"]
     assert no_burst["cold_start_from"] == "rollouts (no burst measured)"
     assert no_burst["cold_start_s"] == pytest.approx(0.2)
+
+
+def test_the_decomposition_adds_up_to_the_worker_hours():
+    slow_probes = rollout("docker", 0.4, step=0.06)
+    slow_probes.action_probes_s = [0.09] * 3  # slower than the step: the tax takes it all
+    data = report(
+        [rollout("local", 1.0, step=0.1), rollout("local", 3.0, step=0.3), slow_probes],
+        Scale(rollouts=3600, steps=10, think_time_s=0.5),
+    )
+    local, docker = data["substrates"]["local"], data["substrates"]["docker"]
+    # N=3600: hours = seconds per rollout; probes are half the step: 0.1 of the 0.2 s mean step
+    assert local["decomposition"] == pytest.approx(
+        {"cold_start": 2.0, "overhead": 10 * 0.1, "command": 10 * 0.1, "think": 10 * 0.5,
+         "teardown": 0.5, "idle": 0.0}
+    )  # fmt: skip
+    assert docker["decomposition"]["overhead"] == pytest.approx(10 * 0.06)
+    assert docker["decomposition"]["command"] == 0.0
+    for entry in (local, docker):
+        parts = entry["decomposition"]
+        assert math.fsum(parts.values()) == pytest.approx(entry["worker_hours"], rel=1e-12)
+        tax = parts["cold_start"] + parts["overhead"] + parts["teardown"] + parts["idle"]
+        assert tax == pytest.approx(entry["tax_hours"], rel=1e-12)
+
+
+def test_without_steps_or_probes_there_is_no_decomposition():
+    no_steps = report([rollout("local", 0.1, steps=0)])["substrates"]["local"]
+    never_started = report([rollout("docker", None, outcome="error", error="x")])
+    assert no_steps["decomposition"] is None
+    assert never_started["substrates"]["docker"]["decomposition"] is None
+
+
+def test_the_decomposition_adds_up_in_random_reports():
+    """Property: parts sum to the worker-hours within 0.1%; none is negative; tax <= work."""
+    rng = random.Random(14)
+    for _ in range(300):
+        rollouts = []
+        for _ in range(rng.randint(1, 4)):
+            one = rollout("x", 10 ** rng.uniform(-4, 1))
+            one.steps = [Step("exec", 10 ** rng.uniform(-5, 0), 0) for _ in range(3)]
+            one.action_probes_s = [10 ** rng.uniform(-5, 0) for _ in range(rng.randint(1, 5))]
+            rollouts.append(one)
+        scale = Scale(rng.randint(1, 10**7), rng.randint(1, 500), rng.choice([0, 2.5]))
+        entry = report(rollouts, scale)["substrates"]["x"]
+        parts = entry["decomposition"]
+        assert math.fsum(parts.values()) == pytest.approx(entry["worker_hours"], rel=1e-3)
+        assert min(parts.values()) >= 0 and entry["tax_hours"] <= entry["worker_hours"]

@@ -200,6 +200,8 @@ class E2BSubstrate(Substrate):
     #: Sandboxes per page when listing (reap).
     list_page_size = 100
 
+    hosted = True
+
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         super().__init__(name, session_id=session_id, **options)
         key = os.environ.get(API_KEY_VARIABLE, "").strip()
@@ -274,6 +276,14 @@ class E2BSubstrate(Substrate):
         except Exception as exc:
             raise self.error(exc, "listing sandboxes") from None
         return found
+
+    @property
+    def endpoint(self) -> str:
+        return self.api_url
+
+    def ping(self) -> None:
+        """List one page of this session's sandboxes: the cheapest authenticated call."""
+        self.list_sandboxes(self.session_id)
 
     def reap(self, session_id: str | None = None) -> int:
         """Kill the sandboxes labelled by ``session_id`` (any session if None); return how many."""

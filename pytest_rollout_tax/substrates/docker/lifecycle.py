@@ -141,6 +141,13 @@ class DockerSubstrate(Substrate):
                 removed += self._remove(container["Id"])
         return removed
 
+    @property
+    def endpoint(self) -> str:
+        return os.environ.get("DOCKER_HOST") or self.api.base_url
+
+    def ping(self) -> None:
+        self.api.ping()
+
     def close(self) -> None:
         self.client.close()
 

@@ -46,6 +46,7 @@ class EC2Substrate(Substrate):
     """Cloud VMs on EC2 (or an EC2-compatible endpoint) through boto3; SSH through paramiko."""
 
     kind = "ec2"
+    hosted = True
     Options = EC2Options
     transports = ("exec", "session")
 
@@ -239,6 +240,13 @@ class EC2Substrate(Substrate):
                 InstanceIds=ids[start : start + 1000],
             )
         return len(ids)
+
+    @property
+    def endpoint(self) -> str:
+        return self.client.meta.endpoint_url
+
+    def ping(self) -> None:
+        self.client.describe_availability_zones()
 
     def close(self) -> None:
         self.api.close()

@@ -153,6 +153,13 @@ class KubernetesSubstrate(Substrate):
                     raise
         return removed
 
+    @property
+    def endpoint(self) -> str:
+        return self.server
+
+    def ping(self) -> None:
+        self.api.call("GET", "/version", verb="get", resource="version")
+
     def close(self) -> None:
         self.api.close()
 
