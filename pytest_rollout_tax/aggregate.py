@@ -8,7 +8,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
+from .record import (
+    FAILED_OUTCOMES,
+    MICROSECONDS,
+    OPTIONAL_STEP_COLUMNS,
+    STEP_COLUMNS,
+    Rollout,
+    step_column,
+)
 
 #: Step columns a saved run keeps whatever the report keeps: the gate's noise test reads them.
 GATE_COLUMNS = ("wall_us",)
@@ -31,9 +38,11 @@ class Samples:
     step: array = field(default_factory=_samples)
     teardown: array = field(default_factory=_samples)
     trajectory: array = field(default_factory=_samples)
+    #: The recorded think time of every replayed step that has one.
+    think: array = field(default_factory=_samples)
     phases: dict[str, array] = field(default_factory=dict)
 
-    def add(self, record: dict[str, Any], walls: array) -> None:
+    def add(self, record: dict[str, Any], walls: array, think: Iterable[float] = ()) -> None:
         """Count ``record`` (a ``Rollout.to_dict()``) and append its samples."""
         self.rollouts += 1
         self.failures += record["outcome"] in FAILED_OUTCOMES
@@ -42,6 +51,7 @@ class Samples:
                 getattr(self, metric).append(value)
         self.action.extend(record["action_probes_s"])
         self.step.extend(walls)
+        self.think.extend(think)
         for name, value in record["phases"].items():
             self.phases.setdefault(name, _samples()).append(value)
 
@@ -55,6 +65,9 @@ class Row:
     kinds: list[str] = field(default_factory=list)
     kind: array | None = None
     exit_code: list[int | None] | None = None
+    #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have,
+    #: packed (:func:`pack`).
+    optional: dict[str, array] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -63,11 +76,29 @@ class Row:
     def to_dict(self, columns: Sequence[str]) -> dict[str, Any]:
         """The report's ``rollouts[]`` item with the step columns ``columns`` (none: no steps)."""
         data = dict(self.fields)
-        kept = [name for name in columns if getattr(self, name) is not None]
+        kept = {name: self._column(name) for name in columns}
+        kept = {name: values for name, values in kept.items() if values is not None}
         if kept:
             steps = {"kinds": self.kinds} if "kind" in kept else {}
-            data["steps"] = steps | {name: list(getattr(self, name)) for name in kept}
+            data["steps"] = steps | kept
         return data
+
+    def _column(self, name: str) -> list | None:
+        if name in OPTIONAL_STEP_COLUMNS:
+            packed = self.optional.get(name)
+            return unpack(packed) if packed is not None else None
+        values = getattr(self, name)
+        return list(values) if values is not None else None
+
+
+def pack(values: Sequence[int | None]) -> array:
+    """An optional column (whole numbers >= 0, or null) as a compact array, -1 for null."""
+    return array("q", (-1 if value is None else value for value in values))
+
+
+def unpack(packed: array) -> list[int | None]:
+    """The column :func:`pack` packed, its nulls back."""
+    return [None if value < 0 else value for value in packed]
 
 
 class Aggregate:
@@ -97,9 +128,13 @@ class Aggregate:
             row.kinds = [sys.intern(kind) for kind in steps.get("kinds", ())]
             row.kind = array("B", steps.get("kind", ()))
             row.exit_code = list(steps.get("exit_code", ()))
+            row.optional = {
+                name: pack(steps[name]) for name in OPTIONAL_STEP_COLUMNS if name in steps
+            }
         self.rows.append(row)
         walls = array("d", (wall / MICROSECONDS for wall in row.wall_us))
-        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls)
+        think = (us / MICROSECONDS for us in step_column(steps, "think_us") if us is not None)
+        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think)
 
     def sorted_rows(self) -> list[Row]:
         """The rows in report order: by substrate, test and round."""

@@ -389,6 +389,7 @@ def reproject(
         rollouts=rollouts if rollouts is not None else old.rollouts,
         steps=steps if steps is not None else old.steps,
         think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
+        think_time_source="option" if think_time_s is not None else old.think_time_source,
     )
     result = copy.deepcopy(report)
     workers = fleet if fleet is not None else report["projection"].get("fleet")
@@ -396,12 +397,13 @@ def reproject(
         "rollouts": scale.rollouts,
         "steps": scale.steps,
         "think_time_s": scale.think_time_s,
+        "think_time_source": scale.think_time_source,
         "fleet": workers,
     }
     for entry in result["substrates"].values():
         entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
         if workers is not None:
-            entry["fleet"] = project_fleet(entry, scale, workers)
+            entry["fleet"] = project_fleet(entry, compare.entry_scale(entry, scale), workers)
         entry["decomposition"] = compare.decompose_entry(entry, scale)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]

@@ -280,6 +280,7 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     stats = _entry_stats(entry)
     cold, teardown = stats["cold_start"], stats["teardown"]
     idle_s = pool_idle_per_rollout(entry)
+    scale = entry_scale(entry, scale)
     return (
         project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
         project_tax_hours(
@@ -292,7 +293,7 @@ def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
     """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
     stats = _entry_stats(entry)
     return project_decomposition(
-        scale,
+        entry_scale(entry, scale),
         stats["cold_start"],
         stats["action"],
         stats["step"],
@@ -324,9 +325,21 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
     }
 
 
+def entry_scale(entry: dict, scale: Scale) -> Scale:
+    """``scale`` for one ``substrates[NAME]`` entry: with its own recorded think time when no
+    option set one (a run that replayed trajectories)."""
+    think = entry.get("think")
+    return scale.with_recorded_think(think["mean"] if think else None)
+
+
 def scale_of(report: dict) -> Scale:
     projection = report["projection"]
-    return Scale(projection["rollouts"], projection["steps"], projection["think_time_s"])
+    return Scale(
+        projection["rollouts"],
+        projection["steps"],
+        projection["think_time_s"],
+        projection.get("think_time_source", "option"),  # runs saved before it was recorded
+    )
 
 
 # -- the verdict of one check on one substrate ------------------------------------------------

@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -26,6 +27,8 @@ from .progress import ColdStartProgress, TerminalLine
 from .projection import Scale
 from .record import Rollout
 from .registry import Registry
+from .replay import MODES, Mode
+from .replay_items import ReplayFile, Sources
 from .report import check_json_path, check_report_path, render_summary, write_json
 from .sandbox import Sandbox
 from .session import SubstratePool
@@ -66,7 +69,15 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "project worker-hours for N rollouts of S steps (default 1000000x150; "
      "N alone: S from each marker's steps)", "string", "1000000x150"),
     ("--rollout-think-time", {"metavar": "SECONDS"},
-     "agent think time per step added to projected worker-hours (default 0)", "string", "0"),
+     "agent think time per step added to projected worker-hours (default: the replayed "
+     "trajectories' recorded think time, else 0)", "string", None),
+    ("--rollout-replay", {"action": "append", "metavar": "PATH"},
+     "replay the recorded agent trajectories in PATH, a file or a directory (repeatable); "
+     "*.traj and *.traj.json files are replayed wherever pytest collects", "paths", []),
+    ("--rollout-replay-mode", {"metavar": "shape|exact"},
+     "shape: each recorded action is one step with its recorded output size and exit code "
+     "(runs anywhere); exact: the recorded commands as they were, in your image "
+     "(default shape)", "string", "shape"),
     ("--rollout-burst", {"metavar": "N[,N...]"},
      "before the tests, start N sandboxes at once on each selected substrate, up to their "
      "first no-op exec, then tear them down; each level in turn, e.g. 1,4,16 (default: none)",
@@ -165,6 +176,9 @@ class Settings:
     gate: compare.Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
+    #: Trajectory files and directories to replay (``--rollout-replay``), and how.
+    replay_paths: tuple[Path, ...] = ()
+    replay_mode: Mode = "shape"
     #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
@@ -198,8 +212,19 @@ class Settings:
                     plots.require()
                 except plots.PlotsUnavailable as exc:
                     raise ValueError(f"{where}: {exc}") from None
-            think = _number(config, "--rollout-think-time", float, 0)
+            think = None
+            if _option(config, "--rollout-think-time") is not None:
+                think = _number(config, "--rollout-think-time", float, 0)
             scale = Scale.parse(str(_option(config, "--rollout-project")), think)
+            replay_paths = tuple(Path(path) for path in _option(config, "--rollout-replay"))
+            for path in replay_paths:
+                if not path.exists():
+                    raise ValueError(f"--rollout-replay={path}: no such file or directory")
+            replay_mode = str(_option(config, "--rollout-replay-mode"))
+            if replay_mode not in MODES:
+                raise ValueError(
+                    f"--rollout-replay-mode={replay_mode!r}: expected {' or '.join(MODES)}"
+                )
             gate = compare.Gate.from_options(
                 storage=_option(config, "--rollout-storage"),
                 save=_option(config, "--rollout-save"),
@@ -231,6 +256,8 @@ class Settings:
             html_path=html_path,
             gate=gate,
             catalog=Catalog.of(tables, aliases),
+            replay_paths=replay_paths,
+            replay_mode=replay_mode,
             history_fail=history_fail,
             order=order,
         )
@@ -279,10 +306,22 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     plugin = RolloutTaxPlugin(config, settings, pool)
     config.pluginmanager.register(plugin, "rollout-tax")
+    _add_replay_paths(config, settings.replay_paths)
     if workerinput is None:
         config.pluginmanager.register(ReportBridges(plugin), "rollout-tax-reports")
     if config.pluginmanager.hasplugin("xdist") and workerinput is None:
         config.pluginmanager.register(XdistController(plugin), "rollout-tax-xdist")
+
+
+def _add_replay_paths(config: pytest.Config, paths: tuple[Path, ...]) -> None:
+    """Collect ``paths`` too; alone when given on the command line without test paths."""
+    if not paths:
+        return
+    from_cli = bool(config.getoption(_ini_name("--rollout-replay")))
+    if from_cli and config.args_source != pytest.Config.ArgsSource.ARGS:
+        config.args = []
+    given = set(config.args)
+    config.args += [str(path) for path in paths if str(path) not in given]
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
@@ -322,14 +361,26 @@ class RolloutTaxPlugin:
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
         self.report: dict | None = None  # the session's report, once it is made
-        self.marker_errors: list[str] = []  # bad markers, raised once collection is done
+        # bad markers and unreadable trajectories, raised once collection is done
+        self.marker_errors: list[str] = []
+        self.replay_sources = Sources(settings.replay_paths)
         self.bursts: dict[str, list[dict]] = {}  # burst levels measured, by substrate
         self.pool_records: dict[str, list[dict]] = {}  # warm pools' stats (xdist: per worker)
         self.control_planes: dict[str, dict] = {}  # timed at the end of the session
         self.progress = ColdStartProgress(None)  # given its terminal line at session start
         self._previous_sigterm: Any = None
 
-    # -- parametrization and fixtures ------------------------------------------------------
+    # -- collection, parametrization and fixtures ------------------------------------------
+
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> pytest.Collector | None:
+        """Trajectory files as workloads (see replay_items)."""
+        if not self.replay_sources.collects(file_path):
+            return None
+        return ReplayFile.from_parent(
+            parent, path=file_path, mode=self.settings.replay_mode, errors=self.marker_errors
+        )
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "_rollout_target" not in metafunc.fixturenames:
@@ -434,6 +485,9 @@ class RolloutTaxPlugin:
             round=target.round,
             planned_steps=target.trajectory.steps,
         )
+        replayed = getattr(request.function, "rollout_replay", None)  # a trajectory file's item
+        if replayed is not None:
+            rollout.replay = replayed.to_dict()
         request.node.stash[rollout_key] = rollout
         self.running.append(rollout)
         return rollout

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Literal
+
+#: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
+#: trajectories' recorded think time, or nowhere (0).
+ThinkSource = Literal["option", "recorded", "none"]
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -18,10 +23,13 @@ class Scale:
     #: None: each workload's declared length (marker ``steps``), else the steps it made.
     steps: int | None = 150
     think_time_s: float = 0.0
+    think_time_source: ThinkSource = "option"
 
     @classmethod
-    def parse(cls, text: str, think_time_s: float = 0.0) -> Scale:
-        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``)."""
+    def parse(cls, text: str, think_time_s: float | None = None) -> Scale:
+        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``).
+
+        ``think_time_s`` None: not given, so recorded think time may stand in for it."""
         match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
         try:
             rollouts = float(match.group(1)) if match else -1.0
@@ -33,9 +41,17 @@ class Scale:
                 f"--rollout-project={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
                 "with positive integers, e.g. 1000000x150"
             )
+        if think_time_s is None:
+            return cls(rollouts=int(rollouts), steps=steps, think_time_source="none")
         if not 0 <= think_time_s < float("inf"):
             raise ValueError(f"--rollout-think-time={think_time_s!r}: expected seconds >= 0")
         return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
+
+    def with_recorded_think(self, think_s: float | None) -> Scale:
+        """This scale with a recorded mean think time per step, unless an option set one."""
+        if self.think_time_source == "option" or think_s is None:
+            return self
+        return dataclasses.replace(self, think_time_s=think_s, think_time_source="recorded")
 
 
 def rollout_seconds(

@@ -12,9 +12,13 @@ StepKind = Literal["exec", "write_file", "read_file"]
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
 #: interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error")
-#: The per-step columns of a rollout's ``steps`` object in the report, in order (``kind``
-#: comes with its legend, ``kinds``).
-STEP_COLUMNS = ("kind", "wall_us", "exit_code")
+#: The per-step columns every rollout's ``steps`` object has in the report, in order
+#: (``kind`` comes with its legend, ``kinds``).
+REQUIRED_STEP_COLUMNS = ("kind", "wall_us", "exit_code")
+#: Columns a rollout's ``steps`` has only when one of its steps has a value there.
+OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us")
+#: Every per-step column, in order.
+STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 MICROSECONDS = 1e6
 
 
@@ -25,6 +29,12 @@ class Step:
     kind: StepKind
     wall_s: float
     exit_code: int | None = None
+    #: Bytes of output (stdout and stderr) an exec returned.
+    output_bytes: int | None = None
+    #: A replayed step: the model time that preceded it in the recording (None: unknown).
+    think_s: float | None = None
+    #: A replayed step: how long the recorded command took (None: unknown).
+    recorded_s: float | None = None
 
 
 @dataclass
@@ -52,6 +62,8 @@ class Rollout:
     error: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
+    #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
+    replay: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -81,7 +93,7 @@ class Rollout:
             "action_probes_s": list(self.action_probes_s),
             "error": self.error,
             "price_per_hour": self.price_per_hour,
-        }
+        } | ({"replay": dict(self.replay)} if self.replay is not None else {})
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:
@@ -95,15 +107,36 @@ def step_columns(steps: Iterable[Step]) -> dict[str, list]:
     """Steps as the report stores them: one list per field (``rollout-tax/2``).
 
     ``kind`` holds indexes into ``kinds``, the step kinds in order of first use; ``wall_us``
-    holds wall times in whole microseconds.
+    holds wall times in whole microseconds. An optional column (:data:`OPTIONAL_STEP_COLUMNS`:
+    ``output_bytes``, ``think_us``, ``recorded_us``, times in whole microseconds) is there
+    only when a step has a value in it.
     """
+    steps = list(steps)
     kinds: dict[str, int] = {}
     codes, walls, exit_codes = [], [], []
     for step in steps:
         codes.append(kinds.setdefault(step.kind, len(kinds)))
         walls.append(round(step.wall_s * MICROSECONDS))
         exit_codes.append(step.exit_code)
-    return {"kinds": list(kinds), "kind": codes, "wall_us": walls, "exit_code": exit_codes}
+    columns = {"kinds": list(kinds), "kind": codes, "wall_us": walls, "exit_code": exit_codes}
+    optional = {
+        "output_bytes": [step.output_bytes for step in steps],
+        "think_us": [_microseconds(step.think_s) for step in steps],
+        "recorded_us": [_microseconds(step.recorded_s) for step in steps],
+    }
+    return columns | {
+        name: values
+        for name, values in optional.items()
+        if any(value is not None for value in values)
+    }
+
+
+def _microseconds(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * MICROSECONDS)
+
+
+def _seconds(microseconds: int | None) -> float | None:
+    return None if microseconds is None else microseconds / MICROSECONDS
 
 
 def steps_of(stored: dict | list | None) -> Iterable[Step]:
@@ -115,12 +148,31 @@ def steps_of(stored: dict | list | None) -> Iterable[Step]:
     if "wall_s" in stored:  # rollout-tax/1 columns
         return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
     kinds = stored["kinds"]
+    count = len(stored["kind"])
+    output, think, recorded = (stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS)
     return [
-        Step(kinds[code], wall / MICROSECONDS, exit_code)
-        for code, wall, exit_code in zip(
-            stored["kind"], stored["wall_us"], stored["exit_code"], strict=True
+        Step(kinds[code], wall / MICROSECONDS, exit_code, size, _seconds(thought), _seconds(ran))
+        for code, wall, exit_code, size, thought, ran in zip(
+            stored["kind"],
+            stored["wall_us"],
+            stored["exit_code"],
+            output,
+            think,
+            recorded,
+            strict=True,
         )
     ]
+
+
+def step_column(stored: dict | list | None, name: str) -> list:
+    """One column of a stored rollout's steps as stored (None where a step has no value)."""
+    if not stored:
+        return []
+    if isinstance(stored, list):
+        return [step.get(name) for step in stored]
+    if name in stored:
+        return list(stored[name])
+    return [None] * len(stored.get("kind", ()))
 
 
 def step_walls(stored: dict | list | None) -> list[float]:

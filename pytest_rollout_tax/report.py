@@ -64,9 +64,10 @@ def render_summary(report: dict) -> list[str]:
     """The lines of the end-of-session summary: one table row per substrate, then notes."""
     projection = report["projection"]
     think = projection["think_time_s"]
+    source = projection.get("think_time_source", "option")
     headline = (
         f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
-        + (f" with {seconds(think)} think time per step" if think else "")
+        + (f" with {think_time(think, source)} per step" if think else "")
         + "; tax = substrate overhead only"
     )
     lines = textwrap.wrap(headline, width=WIDTH)
@@ -101,6 +102,7 @@ def render_summary(report: dict) -> list[str]:
             f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
             f"({spread['slowest']} vs {spread['fastest']}), "
             f"worker-hours {ratio(spread['worker_hours'])}"
+            + (f" at {think_time(think, source)}/step" if think else "")
         )
     notes += variant_lines(report["substrates"])
     for shared in report.get("shared_sandboxes") or []:
@@ -127,6 +129,11 @@ def render_summary(report: dict) -> list[str]:
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
+
+
+def think_time(think: float, source: str) -> str:
+    """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
+    return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
 
 
 def fleet_lines(name: str, entry: dict) -> list[str]:

@@ -92,7 +92,10 @@ class Sandbox:
             raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
         finally:
             wall = time.perf_counter() - started
-            self._record("exec", wall, raw.exit_code if raw else None)
+            if raw is None:
+                self._record("exec", wall)
+            else:
+                self._record("exec", wall, raw.exit_code, len(raw.stdout) + len(raw.stderr))
         return ExecResult(
             exit_code=raw.exit_code,
             stdout=raw.stdout.decode("utf-8", "replace"),
@@ -166,8 +169,16 @@ class Sandbox:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _record(self, kind: StepKind, wall_s: float, exit_code: int | None = None) -> None:
-        self.rollout.steps.append(Step(kind=kind, wall_s=wall_s, exit_code=exit_code))
+    def _record(
+        self,
+        kind: StepKind,
+        wall_s: float,
+        exit_code: int | None = None,
+        output_bytes: int | None = None,
+    ) -> None:
+        self.rollout.steps.append(
+            Step(kind=kind, wall_s=wall_s, exit_code=exit_code, output_bytes=output_bytes)
+        )
 
     def _check_open(self) -> None:
         if self._closed:

@@ -50,6 +50,8 @@ def summarize_substrate(
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
     teardown = Stats.of(samples.teardown)
+    think = Stats.of(samples.think)
+    scale = scale.with_recorded_think(think.mean if think else None)
     pool = fleet.pools.get(name)
     idle_s = pool.idle_per_claim_s if pool else 0.0  # a warm pool's idle sandbox-s per rollout
     hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle_s)
@@ -69,6 +71,7 @@ def summarize_substrate(
         "step": _dict(step),
         "teardown": _dict(teardown),
         "trajectory": _dict(Stats.of(samples.trajectory)),
+        "think": _dict(think),
         "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step, idle_s=idle_s),
@@ -242,6 +245,8 @@ def summarize(
         name: summarize_substrate(group, aggregate.samples[name], scale, fleet, name)
         for name, group in sorted(by_substrate.items())
     }
+    think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
+    scale = scale.with_recorded_think(think.mean if think else None)
     for name, plane in (control_planes or {}).items():
         if name in substrates:
             substrates[name]["control_plane"] = plane
@@ -255,6 +260,7 @@ def summarize(
             "rollouts": scale.rollouts,
             "steps": scale.steps,
             "think_time_s": scale.think_time_s,
+            "think_time_source": scale.think_time_source,
             "fleet": fleet.workers if fleet else None,
         },
         "substrates": substrates,

@@ -85,6 +85,7 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
         "step": step.to_dict() if step else None,
         "teardown": teardown.to_dict() if teardown else None,
         "trajectory": trajectory.to_dict() if trajectory else None,
+        "think": None,
         "phases": {
             name: Stats.of(r.phases[name] for r in rollouts if name in r.phases).to_dict()
             for name in dict.fromkeys(n for r in rollouts for n in r.phases)
@@ -160,3 +161,14 @@ def test_a_record_without_steps_columns_counts_no_steps():
     assert len(row.wall_us) == 0 and row.kind is None
     assert "steps" not in RolloutRows(aggregate.rows, ()).__getitem__(0)
     assert aggregate.samples["local"].rollouts == 1
+
+
+def test_optional_step_columns_are_kept_packed_and_come_back_with_their_nulls():
+    steps = [Step("exec", 0.1, 0, 12, think_s=2.5, recorded_s=0.25), Step("read_file", 0.2),
+             Step("exec", 0.3, 1, 0, think_s=0.0)]  # fmt: skip
+    rollout = Rollout(test="t", substrate="local", cold_start_s=0.1, steps=steps)
+    aggregate = Aggregate.of([rollout])
+    assert {column.typecode for column in aggregate.rows[0].optional.values()} == {"q"}
+    assert set(aggregate.rows[0].optional) == {"output_bytes", "think_us", "recorded_us"}
+    assert RolloutRows(aggregate.rows, aggregate.columns)[0] == rollout.to_dict()
+    assert list(aggregate.samples["local"].think) == [2.5, 0.0]

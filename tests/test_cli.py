@@ -150,7 +150,10 @@ def test_compare_missing_current_is_an_error(runs: Path) -> None:
     [
         (b"{ nope", "corrupt.json: not valid JSON"),
         (b"\xff\xfe\x00binary", "corrupt.json: not a JSON file"),
-        (json.dumps({**make_report(), "schema": "rollout-tax/9"}).encode(), "unsupported schema"),
+        (
+            json.dumps({**make_report(), "schema": "rollout-tax/9", "created": "2026"}).encode(),
+            "unsupported schema",
+        ),  # fixed: a test id with the clock in it differs per xdist worker
         (b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
     ],
     ids=["not-json", "binary", "schema-9", "not-rollout-tax"],  # stable: xdist workers agree
@@ -215,7 +218,8 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     assert status == 0, err
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["projection"] == {
-        "rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0, "fleet": None
+        "rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0, "think_time_source": "option",
+        "fleet": None,
     }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(

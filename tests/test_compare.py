@@ -363,6 +363,16 @@ def test_project_entry_matches_a_live_run() -> None:
     assert compare.project_entry({**entry, "cold_start": None}, scale) == (None, None)
 
 
+def test_a_saved_run_with_recorded_think_time_reprojects_each_substrate_with_its_own() -> None:
+    scale = Scale(rollouts=3600, steps=10, think_time_s=0.0, think_time_source="none")
+    entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
+    free, _ = compare.project_entry(entry, scale)
+    recorded = {**entry, "think": {**entry["step"], "mean": 2.0}}
+    assert compare.project_entry(recorded, scale)[0] == pytest.approx(free + 10 * 2.0)
+    given = Scale(rollouts=3600, steps=10, think_time_s=1.0)  # the option wins
+    assert compare.project_entry(recorded, given)[0] == pytest.approx(free + 10 * 1.0)
+
+
 def test_sample_metrics_are_defined_once() -> None:
     assert compare.SAMPLE_METRICS is storage.SAMPLE_METRICS
     assert (*storage.SAMPLE_METRICS, "worker_hours") == compare.METRICS

@@ -142,6 +142,21 @@ def test_no_spread_for_a_single_substrate():
     assert spread({"local": 0.002}, {"local": 100}) is None
 
 
+def test_recorded_think_time_stands_in_only_when_no_option_set_one():
+    given = Scale.parse("10x10", think_time_s=0.5)
+    assert given.think_time_source == "option"
+    assert given.with_recorded_think(3.0) == given
+    unset = Scale.parse("10x10")
+    assert (unset.think_time_s, unset.think_time_source) == (0.0, "none")
+    assert unset.with_recorded_think(None) == unset
+    recorded = unset.with_recorded_think(3.0)
+    assert (recorded.think_time_s, recorded.think_time_source) == (3.0, "recorded")
+    # think is its own term: S * think hours on top of the think-free projection
+    free = worker_hours(unset, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
+    with_think = worker_hours(recorded, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
+    assert with_think - free == pytest.approx(10 * 10 * 3.0 / 3600)
+
+
 def test_a_pools_idle_time_is_its_own_term_of_worker_hours():
     scale = Scale(rollouts=3600, steps=10)
     base = worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0)

@@ -70,3 +70,22 @@ def test_steps_of_schema_1_still_read():
     assert list(steps_of(columns)) == list(steps_of(objects)) == expected
     assert step_walls(columns) == step_walls(objects) == [0.01, 0.002]
     assert step_walls(None) == [] == list(steps_of({}))
+
+
+def test_optional_step_columns_are_absent_until_a_step_has_a_value():
+    plain = Rollout(steps=[Step("read_file", 0.002), Step("write_file", 0.003)])
+    assert set(plain.to_dict()["steps"]) == {"kinds", "kind", "wall_us", "exit_code"}
+    execs = Rollout(steps=[Step("exec", 0.01, 0, output_bytes=12), Step("read_file", 0.002)])
+    assert execs.to_dict()["steps"]["output_bytes"] == [12, None]
+    assert "think_us" not in execs.to_dict()["steps"]
+    replayed = Rollout(
+        steps=[Step("exec", 0.01, 0, 5, think_s=2.5, recorded_s=0.1), Step("exec", 0.02, 1, 0)],
+        replay={"format": "rollout-tax", "divergent_steps": None},
+    )
+    data = replayed.to_dict()
+    assert data["steps"]["think_us"] == [2_500_000, None]
+    assert data["steps"]["recorded_us"] == [100_000, None]
+    assert data["replay"] == {"format": "rollout-tax", "divergent_steps": None}
+    assert "replay" not in plain.to_dict()
+    for rollout in (plain, execs, replayed):  # read back through steps_of
+        assert Rollout.from_dict(rollout.to_dict()) == rollout

@@ -48,7 +48,8 @@ def test_report_has_the_schema_of_the_design():
     local = data["substrates"]["local"]
     assert set(local) == {
         "kind", "transport", "rollouts", "failures", "failure_reasons", "cold_start", "action",
-        "step", "teardown", "trajectory", "phases", "worker_hours", "tax_hours", "decomposition",
+        "step", "teardown", "trajectory", "think", "phases", "worker_hours", "tax_hours",
+        "decomposition",
     }  # fmt: skip
     assert set(local["decomposition"]) == {
         "cold_start", "overhead", "command", "think", "teardown", "idle",

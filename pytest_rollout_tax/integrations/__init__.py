@@ -1,0 +1,1 @@
+"""Adapters that run other harnesses' agents on any substrate (optional extras)."""
