@@ -26,6 +26,7 @@ from ...shell import ShellSession
 from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
 from ...transport import Transport
 from .engine import (
+    DEFAULT_HOST,
     ENGINE_ERRORS,
     connect,
     docker_errors,
@@ -143,7 +144,7 @@ class DockerSubstrate(Substrate):
 
     @property
     def endpoint(self) -> str:
-        return os.environ.get("DOCKER_HOST") or self.api.base_url
+        return os.environ.get("DOCKER_HOST") or DEFAULT_HOST
 
     def ping(self) -> None:
         self.api.ping()
