@@ -1,5 +1,6 @@
-"""pytest hooks and fixtures: options, the ``trajectory`` marker, parametrization over
-substrates and rounds, the xdist hand-off and the terminal summary. No substrate logic."""
+"""pytest hooks and fixtures: the ``trajectory`` marker, parametrization over substrates and
+rounds, the xdist hand-off and the terminal summary (the options: settings.py). No substrate
+logic."""
 
 from __future__ import annotations
 
