@@ -107,11 +107,30 @@ def test_every_repository_path_a_page_names_exists(document):
     assert not missing, "\n".join(missing)
 
 
+#: A Markdown file named anywhere in a page (a link, prose, a code span).
+MARKDOWN_NAME = re.compile(r"[\w-]+\.md\b")
+#: A relative path that climbs (``../x``), in a link or in prose.
+CLIMBING_PATH = re.compile(r"(?:\.\./)+[\w.-]*")
+
+
 @pytest.mark.parametrize("document", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_document_cites_files_outside_the_project(document):
+    """Every Markdown file a page names is one the repository carries, and no relative path
+    leaves the repository: a reader has only what the project ships."""
     text = document.read_text()
-    for outside in ("DESIGN.md", "SUBSTRATES.md", "../shared", "/work/"):
-        assert outside not in text, f"{document.relative_to(ROOT)} cites {outside}"
+    carried = {path.name for path in ROOT.glob("**/*.md") if not _ignored(path)}
+    where = document.relative_to(ROOT)
+    for name in MARKDOWN_NAME.findall(text):
+        assert name in carried, f"{where} names {name}, which the repository does not carry"
+    for climbing in CLIMBING_PATH.findall(text):
+        target = (document.parent / climbing).resolve()
+        assert target.is_relative_to(ROOT), f"{where} points outside the repository: {climbing}"
+    assert "/work/" not in text, f"{where} names a path of one machine"
+
+
+def _ignored(path: Path) -> bool:
+    """Files outside the project's own tree: tool environments and caches."""
+    return any(part.startswith(".") or part == "build" for part in path.relative_to(ROOT).parts)
 
 
 def test_every_docs_page_is_linked_from_the_readme():
