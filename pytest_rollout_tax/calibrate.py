@@ -15,9 +15,10 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .compare import Check, Side, judge, rollout_samples, scale_of
+from .compare import Check, judge
 from .errors import ConfigError
 from .projection import Scale
+from .sides import Side, rollout_samples, scale_of
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
 MIN_COMPARISONS = 500

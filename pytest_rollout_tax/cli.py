@@ -18,8 +18,10 @@ from tabulate import tabulate
 
 from . import calibrate, compare, history, html_report, plots
 from .errors import RolloutTaxError
+from .noise import ALPHA, MIN_SAMPLES
 from .projection import Scale
 from .report import check_report_path, render_summary, write_json
+from .sides import decompose_entry, entry_scale, project_entry, scale_of
 from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .summary import project_fleet, spread_of
 
@@ -67,7 +69,7 @@ def build_parser() -> Parser:
         "and teardown at p50/p95 and for projected worker-hours (at CURRENT's projection). "
         "With --fail, exit 1 when a check finds a credible regression: the threshold is "
         f"crossed and a one-sided Mann-Whitney U test of the raw samples gives p < "
-        f"{compare.ALPHA} (threshold alone below {compare.MIN_SAMPLES} samples a side, and "
+        f"{ALPHA} (threshold alone below {MIN_SAMPLES} samples a side, and "
         "for worker_hours).",
         epilog=EPILOG,
     )
@@ -384,7 +386,7 @@ def reproject(
 ) -> dict:
     """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
     cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
-    old = compare.scale_of(report)
+    old = scale_of(report)
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
         steps=steps if steps is not None else old.steps,
@@ -401,10 +403,10 @@ def reproject(
         "fleet": workers,
     }
     for entry in result["substrates"].values():
-        entry["worker_hours"], entry["tax_hours"] = compare.project_entry(entry, scale)
+        entry["worker_hours"], entry["tax_hours"] = project_entry(entry, scale)
         if workers is not None:
-            entry["fleet"] = project_fleet(entry, compare.entry_scale(entry, scale), workers)
-        entry["decomposition"] = compare.decompose_entry(entry, scale)
+            entry["fleet"] = project_fleet(entry, entry_scale(entry, scale), workers)
+        entry["decomposition"] = decompose_entry(entry, scale)
         if entry.get("price_per_hour") is not None:
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None

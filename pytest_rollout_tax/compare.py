@@ -2,11 +2,10 @@
 
 A check ``METRIC.STAT:THRESHOLD`` fails when, on a substrate both runs measured, ``STAT`` of
 ``METRIC`` grew by more than ``THRESHOLD`` (``15%`` of the baseline, or an absolute ``5ms``,
-``0.2s``, ...) *and* the slowdown is statistically credible: a one-sided Mann-Whitney U test
-of the two runs' raw samples (``rollouts[]``) says the current samples are larger, at
-``p < ALPHA`` (0.05, i.e. 95 % confidence). With fewer than ``MIN_SAMPLES`` samples on either
-side, and always for ``worker_hours`` (one projected figure, no per-rollout samples), the
-threshold alone decides. A crossing that is not credible is reported but does not fail.
+``0.2s``, ...) *and* the rise credibly exceeds the threshold: the noise test (noise.py) finds
+the current run's per-rollout figures (sides.py) larger than the baseline's raised by the
+threshold. With too few rollouts on either side the threshold alone decides. A crossing that
+is not credible is reported but does not fail.
 """
 
 from __future__ import annotations
@@ -21,22 +20,11 @@ from typing import Literal
 from tabulate import tabulate
 
 from .errors import ConfigError, RolloutTaxError
-from .projection import Scale
-from .record import step_walls
+from .noise import Evidence, evidence
 from .report import hours, seconds
-from .stats import STAT_NAMES, Stats, min_samples
+from .sides import Side, scale_of, sides
+from .stats import STAT_NAMES, min_samples
 from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
-from .summary import (
-    pool_idle_per_rollout,
-    project_decomposition,
-    project_tax_hours,
-    project_worker_hours,
-)
-
-#: One-sided significance level of the noise test: a slowdown is credible when p < ALPHA.
-ALPHA = 0.05
-#: The noise test runs only with at least this many raw samples in each run.
-MIN_SAMPLES = 5
 
 METRICS = (*SAMPLE_METRICS, "worker_hours")
 STATS = STAT_NAMES
@@ -137,209 +125,6 @@ class Check:
     @property
     def name(self) -> str:
         return f"{self.metric}.{self.stat}"
-
-
-# -- the noise test ---------------------------------------------------------------------------
-
-
-def mann_whitney_greater(baseline: Sequence[float], now: Sequence[float]) -> float:
-    """One-sided p-value of a Mann-Whitney U test that ``now`` tends to be larger.
-
-    Normal approximation with tie correction and continuity correction (scipy's
-    ``mannwhitneyu(now, baseline, alternative="greater", method="asymptotic")``).
-    """
-    n_now, n_base = len(now), len(baseline)
-    if not n_now or not n_base:
-        raise ValueError("the Mann-Whitney test needs samples on both sides")
-    pooled = sorted([(v, True) for v in now] + [(v, False) for v in baseline])
-    rank_sum = 0.0
-    tie_term = 0.0
-    start = 0
-    while start < len(pooled):
-        end = start
-        while end < len(pooled) and pooled[end][0] == pooled[start][0]:
-            end += 1
-        ties = end - start
-        average_rank = (start + 1 + end) / 2
-        rank_sum += average_rank * sum(1 for _, is_now in pooled[start:end] if is_now)
-        tie_term += ties**3 - ties
-        start = end
-    total = n_now + n_base
-    u = rank_sum - n_now * (n_now + 1) / 2
-    variance = n_now * n_base / 12 * ((total + 1) - tie_term / (total * (total - 1)))
-    if variance <= 0:  # every sample equal: no evidence either way
-        return 1.0
-    z = (u - n_now * n_base / 2 - 0.5) / math.sqrt(variance)
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the noise test said about one crossing."""
-
-    p_value: float | None  #: None: the test could not run; the threshold alone decides
-    why: str
-
-    @property
-    def credible(self) -> bool:
-        return self.p_value is None or self.p_value < ALPHA
-
-
-def evidence(baseline: Sequence[float], now: Sequence[float]) -> Evidence:
-    """Run the noise test on two runs' per-rollout figures (``Side.units``), if it can run."""
-    if len(baseline) < MIN_SAMPLES or len(now) < MIN_SAMPLES:
-        return Evidence(
-            None,
-            f"threshold alone: {len(baseline)}/{len(now)} rollouts, the noise test needs "
-            f"{MIN_SAMPLES} a side",
-        )
-    p = mann_whitney_greater(baseline, now)
-    relation = "<" if p < ALPHA else ">="
-    n = f"n={len(baseline)}/{len(now)} rollouts"
-    return Evidence(p, f"Mann-Whitney p={p:.2g} {relation} {ALPHA} ({n})")
-
-
-# -- one run's figures for one substrate ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Side:
-    """A substrate's STATS, its worker-hours (at a common scale) and raw samples, in one run."""
-
-    stats: dict[str, dict | None]
-    worker_hours: float | None
-    #: Each rollout's raw samples, per metric: the noise test's unit is the rollout.
-    rollouts: tuple[dict[str, Sequence[float]], ...] = ()
-    #: Steps per rollout in the projection: a rollout's worker time for ``worker_hours``.
-    steps: int = 0
-
-    def value(self, metric: str, stat: str) -> float | None:
-        if metric == "worker_hours":
-            return self.worker_hours
-        stats = self.stats.get(metric)
-        return stats[stat] if stats else None
-
-    def pooled(self, metric: str) -> list[float]:
-        """Every raw sample of ``metric``, all rollouts together (what an ECDF draws)."""
-        return [value for rollout in self.rollouts for value in rollout.get(metric, ())]
-
-    def units(self, metric: str, stat: str) -> list[float]:
-        """The noise test's samples: one figure per rollout that has one.
-
-        A metric measured once per rollout gives that sample; ``action`` and ``step`` give the
-        check's STAT over the rollout's own samples (they share a sandbox, so they are not
-        independent); ``worker_hours`` gives the rollout's projected worker time.
-        """
-        figures = []
-        for rollout in self.rollouts:
-            if metric == "worker_hours":
-                cold, steps = rollout.get("cold_start"), rollout.get("step")
-                if cold and steps:
-                    mean_step = math.fsum(steps) / len(steps)
-                    teardown = sum(rollout.get("teardown", ()))
-                    figures.append(cold[0] + self.steps * mean_step + teardown)
-            elif len(values := rollout.get(metric, ())) > 1:
-                figures.append(getattr(Stats.of(values), stat))
-            elif values:
-                figures.append(values[0])
-        return figures
-
-    @classmethod
-    def of(cls, rollouts: Sequence[dict[str, Sequence[float]]], scale: Scale) -> Side:
-        """The side ``rollouts`` (raw samples per metric) make; worker-hours at ``scale``."""
-        stats = {
-            metric: Stats.of(v for rollout in rollouts for v in rollout.get(metric, ()))
-            for metric in SAMPLE_METRICS
-        }
-        hours = project_worker_hours(scale, stats["cold_start"], stats["step"], stats["teardown"])
-        return cls(
-            stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
-            worker_hours=hours,
-            rollouts=tuple(rollouts),
-            steps=scale.steps or 0,
-        )
-
-
-def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
-    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
-    samples = {
-        metric: (item[f"{metric}_s"],)
-        for metric in ("cold_start", "teardown", "trajectory")
-        if item.get(f"{metric}_s") is not None
-    }
-    samples["action"] = tuple(item.get("action_probes_s", ()))
-    samples["step"] = tuple(step_walls(item.get("steps")))
-    return samples
-
-
-def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
-    """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``.
-
-    Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
-    """
-    stats = _entry_stats(entry)
-    cold, teardown = stats["cold_start"], stats["teardown"]
-    idle_s = pool_idle_per_rollout(entry)
-    scale = entry_scale(entry, scale)
-    return (
-        project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
-        project_tax_hours(
-            scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
-        ),
-    )
-
-
-def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
-    """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
-    stats = _entry_stats(entry)
-    return project_decomposition(
-        entry_scale(entry, scale),
-        stats["cold_start"],
-        stats["action"],
-        stats["step"],
-        stats["teardown"],
-        idle_s=pool_idle_per_rollout(entry),
-    )
-
-
-def _entry_stats(entry: dict) -> dict[str, Stats | None]:
-    return {
-        metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
-        for metric in ("cold_start", "action", "step", "teardown")
-    }
-
-
-def sides(report: dict, scale: Scale) -> dict[str, Side]:
-    """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
-    rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
-    for item in report.get("rollouts", []):
-        rollouts.setdefault(item["substrate"], []).append(rollout_samples(item))
-    return {
-        name: Side(
-            stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
-            worker_hours=project_entry(entry, scale)[0],
-            rollouts=tuple(rollouts.get(name, ())),
-            steps=scale.steps or 0,
-        )
-        for name, entry in report["substrates"].items()
-    }
-
-
-def entry_scale(entry: dict, scale: Scale) -> Scale:
-    """``scale`` for one ``substrates[NAME]`` entry: with its own recorded think time when no
-    option set one (a run that replayed trajectories)."""
-    think = entry.get("think")
-    return scale.with_recorded_think(think["mean"] if think else None)
-
-
-def scale_of(report: dict) -> Scale:
-    projection = report["projection"]
-    return Scale(
-        projection["rollouts"],
-        projection["steps"],
-        projection["think_time_s"],
-        projection.get("think_time_source", "option"),  # runs saved before it was recorded
-    )
 
 
 # -- the verdict of one check on one substrate ------------------------------------------------

@@ -18,9 +18,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from .compare import Side, percent, project_entry, scale_of, value
+from .compare import percent, value
 from .errors import RolloutTaxError
 from .projection import Scale
+from .sides import Side, project_entry, scale_of
 from .storage import SavedRun, Storage, load
 
 #: A change point counts when the t-test between its neighbouring segments gives p below this

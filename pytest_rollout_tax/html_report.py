@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
-from .compare import Side, decompose_entry, scale_of, sides
 from .report import hours, ratio, seconds, shares_line, write_atomically
+from .sides import Side, decompose_entry, scale_of, sides
 
 CSS = """
 :root { color-scheme: light; --muted: #555; --line: #ddd; }

@@ -14,8 +14,9 @@ import pytest
 from pytest_rollout_tax import calibrate
 from pytest_rollout_tax.calibrate import Calibrator, populations, wilson
 from pytest_rollout_tax.cli import main
-from pytest_rollout_tax.compare import ALPHA, Check
+from pytest_rollout_tax.compare import Check
 from pytest_rollout_tax.errors import ConfigError
+from pytest_rollout_tax.noise import ALPHA
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.summary import build_report

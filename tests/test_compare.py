@@ -7,18 +7,10 @@ import math
 
 import pytest
 
-from pytest_rollout_tax import compare, storage
-from pytest_rollout_tax.compare import (
-    ALPHA,
-    MIN_SAMPLES,
-    Check,
-    Gate,
-    Threshold,
-    compare_reports,
-    evidence,
-    mann_whitney_greater,
-)
+from pytest_rollout_tax import compare, sides, storage
+from pytest_rollout_tax.compare import Check, Gate, Threshold, compare_reports
 from pytest_rollout_tax.errors import ConfigError, RolloutTaxError
+from pytest_rollout_tax.noise import ALPHA
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step
 from pytest_rollout_tax.storage import SavedRunError
@@ -152,42 +144,6 @@ def test_check_parse_names_the_cli_option() -> None:
         Check.parse("x.p50:1%", option="--fail")
 
 
-# -- the noise test -----------------------------------------------------------------------------
-
-# Reference values from scipy.stats.mannwhitneyu(now, baseline, alternative="greater",
-# method="asymptotic", use_continuity=True) (scipy 1.17).
-SCIPY = [
-    ([1.0, 1.2, 1.1, 0.9, 1.3], [1.25, 1.4, 1.1, 1.5, 1.35, 1.6], 0.02206278477479631),
-    ([1, 2, 2, 3, 3, 3, 4], [2, 3, 3, 4, 4, 5], 0.07889270525898251),  # ties
-    ([1, 2, 3, 4, 5], [6, 7, 8, 9, 10], 0.006092890177672406),
-    ([6, 7, 8, 9, 10], [1, 2, 3, 4, 5], 0.9966923245172357),
-]
-
-
-@pytest.mark.parametrize(("baseline", "now", "expected"), SCIPY)
-def test_mann_whitney_matches_scipy(baseline, now, expected) -> None:
-    assert mann_whitney_greater(baseline, now) == pytest.approx(expected, rel=1e-9)
-
-
-def test_mann_whitney_edge_cases() -> None:
-    assert mann_whitney_greater([1.0] * 6, [1.0] * 6) == 1.0
-    assert mann_whitney_greater(COLD, COLD) > 0.4
-    with pytest.raises(ValueError):
-        mann_whitney_greater([], [1.0])
-
-
-def test_evidence_rules() -> None:
-    slow = [c * 10 for c in COLD]
-    assert evidence(COLD, slow).credible
-    assert evidence(COLD, slow).p_value < ALPHA
-    found = evidence(COLD, COLD)
-    assert not found.credible and "Mann-Whitney" in found.why
-    assert "(n=8/8 rollouts)" in found.why
-    few = evidence(COLD[: MIN_SAMPLES - 1], slow)
-    assert few.p_value is None and few.credible and "threshold alone" in few.why
-    assert "4/8 rollouts, the noise test needs 5 a side" in few.why
-
-
 # -- comparing reports --------------------------------------------------------------------------
 
 ALL_CHECKS = (
@@ -287,7 +243,7 @@ def test_absolute_thresholds_raise_the_baseline_by_their_amount() -> None:
 def test_the_noise_test_counts_rollouts_not_steps() -> None:
     """Steps of one rollout share a sandbox: each rollout gives one figure, the check's STAT
     over its own steps; worker_hours gives each rollout's projected worker time."""
-    (side,) = compare.sides(report(rollouts("local", COLD)), Scale()).values()
+    (side,) = sides.sides(report(rollouts("local", COLD)), Scale()).values()
     assert len(side.units("step", "p50")) == len(COLD)
     assert side.units("step", "max") == pytest.approx([c / 10 for c in COLD])
     assert side.units("step", "min") == pytest.approx([c / 20 for c in COLD])
@@ -352,25 +308,25 @@ def test_project_entry_matches_a_live_run() -> None:
     """A saved entry re-projected at its own scale gives the hours the live run reported."""
     scale = Scale(rollouts=1000, steps=40, think_time_s=0.5)
     entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
-    worker, tax = compare.project_entry(entry, scale)
+    worker, tax = sides.project_entry(entry, scale)
     assert worker == pytest.approx(entry["worker_hours"])
     assert tax == pytest.approx(entry["tax_hours"])
-    assert compare.project_entry(entry, Scale(rollouts=2000, steps=40, think_time_s=0.5)) == (
+    assert sides.project_entry(entry, Scale(rollouts=2000, steps=40, think_time_s=0.5)) == (
         pytest.approx(2 * worker),
         pytest.approx(2 * tax),
     )
-    assert compare.project_entry({**entry, "action": None}, scale) == (worker, None)
-    assert compare.project_entry({**entry, "cold_start": None}, scale) == (None, None)
+    assert sides.project_entry({**entry, "action": None}, scale) == (worker, None)
+    assert sides.project_entry({**entry, "cold_start": None}, scale) == (None, None)
 
 
 def test_a_saved_run_with_recorded_think_time_reprojects_each_substrate_with_its_own() -> None:
     scale = Scale(rollouts=3600, steps=10, think_time_s=0.0, think_time_source="none")
     entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
-    free, _ = compare.project_entry(entry, scale)
+    free, _ = sides.project_entry(entry, scale)
     recorded = {**entry, "think": {**entry["step"], "mean": 2.0}}
-    assert compare.project_entry(recorded, scale)[0] == pytest.approx(free + 10 * 2.0)
+    assert sides.project_entry(recorded, scale)[0] == pytest.approx(free + 10 * 2.0)
     given = Scale(rollouts=3600, steps=10, think_time_s=1.0)  # the option wins
-    assert compare.project_entry(recorded, given)[0] == pytest.approx(free + 10 * 1.0)
+    assert sides.project_entry(recorded, given)[0] == pytest.approx(free + 10 * 1.0)
 
 
 def test_sample_metrics_are_defined_once() -> None:
