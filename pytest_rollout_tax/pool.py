@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import RolloutTaxError, SandboxStartError, reason_of
@@ -49,15 +49,7 @@ class PoolStats:
 
     def to_record(self) -> dict[str, Any]:
         """A plain form that travels from an xdist worker and merges with :meth:`merge`."""
-        return {
-            "size": self.size,
-            "pools": self.pools,
-            "hits": self.hits,
-            "misses": self.misses,
-            "idle_sandbox_s": self.idle_sandbox_s,
-            "creation_s": list(self.creation_s),
-            "failure_reasons": dict(self.failure_reasons),
-        }
+        return {**asdict(self), "failure_reasons": dict(self.failure_reasons)}
 
     @classmethod
     def merge(cls, records: list[dict[str, Any]]) -> PoolStats:
