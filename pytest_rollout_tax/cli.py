@@ -11,7 +11,6 @@ import copy
 import math
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
@@ -421,8 +420,8 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--comparisons={args.comparisons}: at least {calibrate.MIN_COMPARISONS}, so a 1% "
             "rate is measured from about 5 events"
         )
-    if args.json and Path(args.json).is_dir():
-        raise UsageError(f"--json={args.json}: is a directory; name a file")
+    if args.json:
+        check_report_path(args.json, f"--json={args.json}")
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
     calibrator = calibrate.Calibrator(run.report, checks, seed=args.seed)
     result = calibrator.run(args.comparisons, args.slowdown)
@@ -437,8 +436,8 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.json and Path(args.json).is_dir():
-        raise UsageError(f"--json={args.json}: is a directory; name a file")
+    if args.json:
+        check_report_path(args.json, f"--json={args.json}")
     history.require()
     storage = Storage.at(args.storage)
     found = history.of_storage(storage, args.max_p)
