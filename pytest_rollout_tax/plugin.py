@@ -563,10 +563,10 @@ def _skip_or_fail(error: RolloutTaxError) -> NoReturn:
 
 
 def failure_reason(exc: BaseException) -> str:
-    """A short, countable reason: the message of our errors, the type of a workload's."""
+    """A short, countable reason: the message of our errors (sandbox ids as ``<id>``, as
+    bursts and pools count them), the type of a workload's."""
     if isinstance(exc, RolloutTaxError):
-        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return f"{type(exc).__name__}: {first_line}"[:200]
+        return reason_of(exc)
     if isinstance(exc, pytest.fail.Exception):
         return str(exc).splitlines()[0][:200] if str(exc) else "failed"
     return f"test failed: {type(exc).__name__}"

@@ -885,6 +885,20 @@ def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_k
         assert token not in report.read_text()
 
 
+def test_one_cause_counts_once_though_every_pod_has_its_own_name(pytester, k8s_kubeconfig):
+    pytester.makepyfile(test_workload=WORKLOAD)
+    result = pytester.runpytest(
+        "--substrate=k8s", f"--substrate-opt=k8s.kubeconfig={k8s_kubeconfig}",
+        f"--substrate-opt=k8s.context={CONTEXT}-no-exec", "--rollout-rounds=3",
+        "--rollout-json=report.json", "-p", "no:cacheprovider",
+    )  # fmt: skip
+    result.assert_outcomes(errors=3)
+    failures = json.loads((pytester.path / "report.json").read_text())["substrates"]["k8s"]
+    [(reason, count)] = failures["failure_reasons"].items()
+    assert count == 3 and "pods/exec 'rollout-tax-<id>'" in reason, reason
+    result.stdout.fnmatch_lines(["k8s: 0% of rollouts succeeded; failures: 3x ApiError: k8s: forbidden*"])
+
+
 def test_rollout_reap_removes_labelled_pods(pytester, k8s_kubeconfig, core_api):
     crashed = substrate(k8s_kubeconfig, namespace="rollout-tax")
     try:
