@@ -18,6 +18,7 @@ from support.ec2_moto import (
 )
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.optional import no_matplotlib
+from support.substrates import selected_substrate
 
 __all__ = [
     "docker_client",
@@ -35,6 +36,7 @@ __all__ = [
     "moto_server",
     "no_matplotlib",
     "sandbox_image",
+    "selected_substrate",
     "sshd_image",
     "sshd_target",
 ]

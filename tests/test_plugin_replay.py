@@ -1,5 +1,6 @@
-"""Recorded trajectories as workloads, end to end through pytester: collection, ids, both
-modes on local and docker, the per-step columns, think time in the projection."""
+"""Recorded trajectories as workloads, end to end through pytester: collection, ids, shape
+mode on local and docker, exact mode on every substrate and transport, the per-step columns,
+think time in the projection."""
 
 import json
 import shutil
@@ -111,31 +112,21 @@ def test_an_unreadable_trajectory_is_a_one_line_usage_error(pytester):
     assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
-def replay_run(pytester, substrate, mode):
-    args = ["runs", "--rollout-replay", "runs", f"--substrate={substrate}",
+def replay_run(pytester, selected, mode):
+    args = ["runs", "--rollout-replay", "runs", *selected.args,
             f"--rollout-replay-mode={mode}", "--rollout-json=report.json", "--rollout-probes=1",
             "-p", "no:cacheprovider"]  # fmt: skip
-    if substrate == "docker":
-        args += ["--substrate-opt", "docker.image=rollout-tax/sandbox:bookworm"]
     result = pytester.runpytest(*args)
     result.assert_outcomes(passed=6)
     return result, rollouts_by_trajectory(report_of(pytester))
 
 
-SUBSTRATES = ["local", "docker"]
-
-
-@pytest.fixture
-def substrate(request):
-    """The substrate a test replays on; docker needs the engine and the sandbox image."""
-    if request.param == "docker":
-        request.getfixturevalue("sandbox_image")
-    return request.param
-
-
-@pytest.mark.parametrize("substrate", SUBSTRATES, indirect=True)
-def test_shape_mode_reproduces_every_recorded_size_and_exit_code(pytester, trajectories, substrate):
-    result, rollouts = replay_run(pytester, substrate, "shape")
+@pytest.mark.parametrize("selected_substrate", ["local", "docker"], indirect=True)
+def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
+    pytester, trajectories, selected_substrate
+):
+    result, rollouts = replay_run(pytester, selected_substrate, "shape")
+    substrate = selected_substrate.name
     mini = rollouts["fix", substrate]
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
@@ -169,9 +160,12 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(pytester, traje
     result.stdout.fnmatch_lines(["*x 150 steps with 2s recorded think time per step; tax =*"])
 
 
-@pytest.mark.parametrize("substrate", SUBSTRATES, indirect=True)
-def test_exact_mode_runs_the_commands_and_counts_divergent_steps(pytester, trajectories, substrate):
-    _, rollouts = replay_run(pytester, substrate, "exact")
+def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substrate(
+    pytester, trajectories, selected_substrate
+):
+    """Every substrate and transport (the stand-ins) replays the same commands alike."""
+    _, rollouts = replay_run(pytester, selected_substrate, "exact")
+    substrate = selected_substrate.name
     mini = rollouts["fix", substrate]
     assert mini["replay"]["mode"] == "exact"
     assert mini["replay"]["divergent_steps"] == 0

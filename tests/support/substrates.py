@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from pytest_rollout_tax.substrate import Substrate
 
 from . import live
-from .ec2_moto import stand_in_options, use_dummy_aws
+from .ec2_moto import stand_in_options, substrate_opt_args, use_dummy_aws
 
 #: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only).
 STAND_INS = (
@@ -35,6 +36,34 @@ LIVE: dict[str, Callable[[], Any]] = {
     "e2b-live": live.e2b_options,
     "ec2-live": live.ec2_options,
 }
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A stand-in as a pytest run selects it: the substrate's name and the arguments."""
+
+    name: str
+    args: list[str]
+
+
+@pytest.fixture(params=STAND_INS)
+def selected_substrate(request: pytest.FixtureRequest) -> Selection:
+    """One substrate x transport of :data:`STAND_INS`, as command-line arguments for a pytest
+    run (``pytester``), its stand-in set up."""
+    name, _, transport = request.param.partition("-")
+    args = [f"--substrate={name}"]
+    if transport:
+        args.append(f"--substrate-opt={name}.transport={transport}")
+    if name == "docker":
+        request.getfixturevalue("sandbox_image")
+    elif name == "k8s":
+        kubeconfig = request.getfixturevalue("k8s_kubeconfig")
+        args.append(f"--substrate-opt=k8s.kubeconfig={kubeconfig}")
+    elif name == "e2b":
+        request.getfixturevalue("e2b_env")
+    elif name == "ec2":
+        args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
+    return Selection(name, args)
 
 
 def live_skip_reason(name: str) -> str | None:
