@@ -1,4 +1,4 @@
-"""Regression gates: ``--rollout-compare`` tables and ``--rollout-compare-fail`` checks.
+"""Comparing two runs: the comparison table, and checks that fail on a credible regression.
 
 A check ``METRIC.STAT:THRESHOLD`` fails when, on a substrate both runs measured, ``STAT`` of
 ``METRIC`` grew by more than ``THRESHOLD`` (``15%`` of the baseline, or an absolute ``5ms``,
@@ -19,12 +19,12 @@ from typing import Literal
 
 from tabulate import tabulate
 
-from .errors import ConfigError, RolloutTaxError
+from .errors import ConfigError
 from .noise import Evidence, evidence
 from .report import hours, seconds
 from .sides import Side, scale_of, sides
 from .stats import STAT_NAMES, min_samples
-from .storage import SAMPLE_METRICS, NoSavedRun, SavedRun, Storage, check_compare, check_name
+from .storage import SAMPLE_METRICS
 
 METRICS = (*SAMPLE_METRICS, "worker_hours")
 STATS = STAT_NAMES
@@ -97,8 +97,9 @@ class Check:
     text: str
 
     @classmethod
-    def parse(cls, text: str, option: str = "--rollout-compare-fail") -> Check:
-        """Parse ``cold_start.p95:15%``; ``worker_hours:10%`` means ``worker_hours.mean:10%``."""
+    def parse(cls, text: str, option: str = "check") -> Check:
+        """Parse ``cold_start.p95:15%``; ``worker_hours:10%`` means ``worker_hours.mean:10%``.
+        An error names ``option`` (where the text came from)."""
         where = f"{option}={text!r}"
         target, sep, limit = text.partition(":")
         if not sep:
@@ -240,7 +241,7 @@ class Verdict:
     #: The body of the "rollout tax regression" section; empty unless a check failed.
     regression: list[str] = field(default_factory=list)
     failed: bool = False
-    #: The files this run was saved to (by ``Gate.finish``).
+    #: The files this run was saved to (by ``gate.Gate.finish``).
     saved: tuple[Path, ...] = ()
 
     @property
@@ -372,96 +373,3 @@ def notes(baseline: dict, current: dict) -> list[str]:
 
 def _workloads(report: dict) -> set[str]:
     return {r.get("test", "").split("[", 1)[0] for r in report.get("rollouts", [])}
-
-
-# -- the gate the plugin drives -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gate:
-    """Save, compare and gate one pytest session (options checked and baseline loaded early)."""
-
-    storage: Storage = field(default_factory=lambda: Storage.at(None))
-    save: str | None = None
-    autosave: bool = False
-    compare: str | None = None  #: None: no comparison; "": the newest saved run
-    checks: tuple[Check, ...] = ()
-    baseline: SavedRun | None = None
-    missing: str | None = None  #: the warning when the baseline does not exist (yet)
-
-    @classmethod
-    def from_options(
-        cls,
-        *,
-        storage: str | None,
-        save: str | None,
-        autosave: bool,
-        compare: str | None,
-        fail: list[str] | None,
-        load_baseline: bool = True,
-    ) -> Gate:
-        """Parse and check every option and load the baseline now, before any rollout runs.
-
-        Raises ConfigError / SavedRunError (RolloutTaxError) for bad input. A missing baseline
-        is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
-        skips the file work the controller does.
-        """
-        checks = tuple(Check.parse(text) for text in fail or [])
-        store = Storage.at(storage)
-        if save is not None:
-            save = check_name(save)
-        if compare is not None:
-            compare = check_compare(compare)
-        if not load_baseline:
-            return cls(store, save, autosave, compare, checks)
-        if save is not None or autosave:
-            store.check_writable(save)
-        baseline, missing = None, None
-        if compare is not None:
-            try:
-                baseline = store.load(compare)
-            except NoSavedRun as exc:
-                missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
-        return cls(store, save, autosave, compare, checks, baseline, missing)
-
-    def finish(self, report: dict, *, save: bool = True) -> Verdict:
-        """Compare ``report`` with the baseline and save it; called once, on the controller.
-
-        ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
-        never becomes a baseline.
-        """
-        if self.compare is None:
-            inert = "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
-            verdict = Verdict([inert] if self.checks else [])
-        elif self.baseline is None:
-            verdict = Verdict([self.missing or "rollout-tax: no baseline: nothing to compare"])
-        else:
-            verdict = compare_reports(
-                self.baseline.report,
-                report,
-                self.checks,
-                baseline_label=self.baseline.label,
-                current_label=run_label(report),
-            )
-        paths: list[Path] = []
-        if save:
-            saved = self._save(report, paths)
-        elif self.save is not None or self.autosave:
-            saved = ["rollout-tax: the session was interrupted: this run is not saved"]
-        else:
-            saved = []
-        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths))
-
-    def _save(self, report: dict, paths: list[Path]) -> list[str]:
-        """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
-        try:
-            if self.save is not None:
-                paths.append(self.storage.save(self.save, report))
-            if self.autosave:
-                paths.append(self.storage.autosave(report))
-        except (OSError, ValueError, RolloutTaxError) as exc:
-            return [
-                *(f"run saved to {path}" for path in paths),
-                f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
-            ]
-        return [f"run saved to {path}" for path in paths]

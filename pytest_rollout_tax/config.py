@@ -22,11 +22,12 @@ class SubstrateSpec:
     options: dict[str, Any] = field(default_factory=dict)
 
 
-def split_names(values: Iterable[str]) -> list[str]:
-    """``["local,docker", "k8s"]`` -> ``["local", "docker", "k8s"]``, first occurrence kept."""
+def split_names(values: Iterable[str], option: str = "substrates") -> list[str]:
+    """``["local,docker", "k8s"]`` -> ``["local", "docker", "k8s"]``, first occurrence kept;
+    an error names ``option`` (where the names came from)."""
     names = [name.strip() for value in values for name in value.split(",")]
     if any(not name for name in names):
-        raise ConfigError(f"--substrate={','.join(values)!r}: empty substrate name")
+        raise ConfigError(f"{option}={','.join(values)!r}: empty substrate name")
     return list(dict.fromkeys(names))
 
 
@@ -35,7 +36,9 @@ def parse_substrate_opt(text: str) -> tuple[str, str, str]:
     target, sep, value = text.partition("=")
     name, dot, key = target.strip().partition(".")
     if not sep or not dot or not name or not key:
-        raise ConfigError(f"--substrate-opt={text!r}: expected NAME.KEY=VALUE, e.g. docker.image=x")
+        raise ConfigError(
+            f"substrate option {text!r}: expected NAME.KEY=VALUE, e.g. docker.image=x"
+        )
     return name, key.strip(), value
 
 
@@ -118,7 +121,7 @@ def resolve(
         name, key, value = parse_substrate_opt(text)
         if name not in available:
             raise ConfigError(
-                f"--substrate-opt={text!r}: unknown substrate {name!r}; "
+                f"substrate option {text!r}: unknown substrate {name!r}; "
                 f"available: {', '.join(available)}"
             )
         cli.setdefault(name, {})[key] = value

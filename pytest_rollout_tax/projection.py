@@ -26,8 +26,11 @@ class Scale:
     think_time_source: ThinkSource = "option"
 
     @classmethod
-    def parse(cls, text: str, think_time_s: float | None = None) -> Scale:
-        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``).
+    def parse(
+        cls, text: str, think_time_s: float | None = None, option: str = "projection"
+    ) -> Scale:
+        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``); an error
+        names ``option``.
 
         ``think_time_s`` None: not given, so recorded think time may stand in for it."""
         match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
@@ -38,13 +41,13 @@ class Scale:
             rollouts, steps = -1.0, None
         if not 1 <= rollouts < 1e15 or rollouts != int(rollouts) or steps == 0:
             raise ValueError(
-                f"--rollout-project={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
+                f"{option}={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
                 "with positive integers, e.g. 1000000x150"
             )
         if think_time_s is None:
             return cls(rollouts=int(rollouts), steps=steps, think_time_source="none")
         if not 0 <= think_time_s < float("inf"):
-            raise ValueError(f"--rollout-think-time={think_time_s!r}: expected seconds >= 0")
+            raise ValueError(f"think time {think_time_s!r}: expected seconds >= 0")
         return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
 
     def with_recorded_think(self, think_s: float | None) -> Scale:

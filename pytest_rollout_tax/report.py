@@ -244,13 +244,13 @@ def few_samples_lines(name: str, entry: dict) -> list[str]:
     for metric, shown in SHOWN_PERCENTILES.items():
         samples = entry[metric]["n"] if entry.get(metric) else 0
         if metric != "cold_start" and not samples:
-            continue  # not measured (e.g. --rollout-probes=0): shown as "-"
+            continue  # not measured (no probes): shown as "-"
         short = next((q for q in shown if samples < min_samples(q)), None)
         if short is not None:
             label = "cold-start" if metric == "cold_start" else metric
             lines.append(
                 f"warning: {name} has {samples} {label} sample(s); a {short} needs "
-                f"{min_samples(short)} or more (--rollout-rounds N)"
+                f"{min_samples(short)} or more (run more rounds)"
             )
     return lines
 
@@ -377,11 +377,6 @@ def current_umask() -> int:
     mask = os.umask(0o077)  # briefly the strictest mask, should another thread create a file
     os.umask(mask)
     return mask
-
-
-def check_json_path(path: str | os.PathLike[str]) -> Path:
-    """Fail fast (before any rollout runs) when a report cannot be written to ``path``."""
-    return check_report_path(path, f"--rollout-json={path}")
 
 
 def check_report_path(path: str | os.PathLike[str], where: str) -> Path:

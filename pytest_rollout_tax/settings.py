@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from . import burst, compare, history, plots
+from . import burst, history, plots
 from .aggregate import STEP_CHOICES
 from .config import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .errors import ConfigError, RolloutTaxError
+from .gate import Gate
 from .projection import Scale
 from .registry import Registry
 from .replay import MODES, Mode
-from .report import check_json_path, check_report_path
+from .report import check_report_path
 
 #: ``--rollout-order`` choices.
 ORDERS = ("grouped", "interleave")
@@ -146,7 +147,7 @@ class Settings:
     #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
     json_steps: str
     html_path: str | None
-    gate: compare.Gate
+    gate: Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
     #: Trajectory files and directories to replay (``--rollout-replay``), and how.
@@ -160,14 +161,14 @@ class Settings:
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
         try:
-            selected = split_names(option(config, "--substrate"))
+            selected = split_names(option(config, "--substrate"), "--substrate")
             tables = pyproject_tables(config.rootpath / "pyproject.toml")
             aliases = registry.aliases()
             opts = option(config, "--substrate-opt")
             specs = resolve(selected, opts, tables, registry.names(), aliases)
             json_path = option(config, "--rollout-json")
             if json_path:
-                check_json_path(json_path)
+                check_report_path(json_path, f"--rollout-json={json_path}")
             json_steps = str(option(config, "--rollout-json-steps"))
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
@@ -188,7 +189,9 @@ class Settings:
             think = None
             if option(config, "--rollout-think-time") is not None:
                 think = number(config, "--rollout-think-time", float, 0)
-            scale = Scale.parse(str(option(config, "--rollout-project")), think)
+            scale = Scale.parse(
+                str(option(config, "--rollout-project")), think, "--rollout-project"
+            )
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
                 if not path.exists():
@@ -198,7 +201,7 @@ class Settings:
                 raise ValueError(
                     f"--rollout-replay-mode={replay_mode!r}: expected {' or '.join(MODES)}"
                 )
-            gate = compare.Gate.from_options(
+            gate = Gate.from_options(
                 storage=option(config, "--rollout-storage"),
                 save=option(config, "--rollout-save"),
                 autosave=bool(option(config, "--rollout-autosave")),

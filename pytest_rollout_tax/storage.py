@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, RolloutTaxError
+from .errors import RolloutTaxError
 from .report import NotRegularFileError, report_target, write_json
 from .stats import STAT_NAMES
 from .summary import READABLE_SCHEMAS, SCHEMA
@@ -78,16 +78,16 @@ class Storage:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise SavedRunError(
-                f"--rollout-storage={self}: cannot create: {_reason(exc)}"
+                f"storage directory {self}: cannot create: {_reason(exc)}"
             ) from None
         if not os.access(self.root, os.W_OK | os.X_OK):
-            raise SavedRunError(f"--rollout-storage={self}: not writable")
+            raise SavedRunError(f"storage directory {self}: not writable")
         if name is not None:
             path = self.root / f"{check_name(name)}.json"
             try:
                 report_target(path)
             except NotRegularFileError as exc:
-                raise SavedRunError(f"--rollout-save={name}: {path}: {exc.strerror}") from None
+                raise SavedRunError(f"cannot save {name!r} as {path}: {exc.strerror}") from None
 
     def save(self, name: str, report: dict) -> Path:
         """Write ``report`` to ``STORAGE/NAME.json`` atomically (replacing an older one).
@@ -160,7 +160,7 @@ class Storage:
         numbered = [p for p in self.paths() if p.stem.startswith(f"{stem}_") and stem.isdigit()]
         if len(numbered) > 1:
             names = ", ".join(p.name for p in numbered)
-            raise SavedRunError(f"--rollout-compare={ref}: ambiguous in {self}: {names}")
+            raise SavedRunError(f"{ref!r} is ambiguous in {self}: {names}")
         if numbered:
             return numbered[0]
         if Path(ref).is_file():
@@ -172,40 +172,16 @@ class Storage:
         return load(self.resolve(ref))
 
 
-def check_name(name: str) -> str:
-    """A ``--rollout-save`` name without ``.json``; a file name, never a path."""
+def check_name(name: str, option: str = "name") -> str:
+    """A saved run's name without ``.json``: a file name, never a path. An error names
+    ``option`` (where the name came from)."""
     stem = name.strip().removesuffix(".json")
     if not NAME_PATTERN.fullmatch(stem):
         raise SavedRunError(
-            f"--rollout-save={name!r}: expected a plain name of letters, digits, '.', '_', '+' "
-            "or '-' (no path; use --rollout-storage for the directory)"
+            f"{option}={name!r}: expected a plain name of letters, digits, '.', '_', '+' "
+            "or '-' (not a path: runs are saved in the storage directory)"
         )
     return stem
-
-
-def check_compare(ref: str) -> str:
-    """A ``--rollout-compare`` value, refused when it is a test path rather than a saved run.
-
-    The option's value is optional, so ``pytest --rollout-compare tests`` takes the test
-    directory ``tests`` for the baseline's name: the whole rootdir would run, with the gate off
-    behind a "no baseline" warning. A directory, a ``.py`` file or a node id (``::``) is never a
-    saved run, so it is an error instead.
-    """
-    hint = ""
-    if "::" in ref:
-        what = "a test id"
-    elif ref.endswith(".py"):
-        what = "a Python file"
-    elif ref and Path(ref).is_dir():
-        what = "a directory"
-        if NAME_PATTERN.fullmatch(ref):
-            hint = f" (a saved run of that name: --rollout-compare={ref}.json)"
-    else:
-        return ref
-    raise ConfigError(
-        f"--rollout-compare={ref!r} is {what}, not a saved run: write --rollout-compare=NAME "
-        f"(with '='), or put the option after the test paths{hint}"
-    )
 
 
 def autosave_label(commit: Any) -> str:

@@ -18,8 +18,10 @@ def test_names_are_split_on_commas_and_deduplicated():
 
 
 def test_an_empty_name_is_rejected():
-    with pytest.raises(ConfigError, match="empty substrate name"):
+    with pytest.raises(ConfigError, match=r"^substrates='local,': empty substrate name"):
         split_names(["local,"])
+    with pytest.raises(ConfigError, match=r"^--substrate='local,': empty"):
+        split_names(["local,"], "--substrate")
 
 
 def test_substrate_opt_parses_and_keeps_equals_in_values():
@@ -28,7 +30,7 @@ def test_substrate_opt_parses_and_keeps_equals_in_values():
 
 @pytest.mark.parametrize("text", ["docker", "docker=1", ".image=x", "docker.=x"])
 def test_malformed_substrate_opt_names_the_value(text):
-    with pytest.raises(ConfigError, match=f"--substrate-opt={text!r}"):
+    with pytest.raises(ConfigError, match=f"^substrate option {text!r}: expected NAME.KEY=VALUE"):
         parse_substrate_opt(text)
 
 

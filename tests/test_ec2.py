@@ -440,7 +440,7 @@ def test_unauthorized_terminate_is_named_at_teardown(make_ec2, ec2_faults, moto_
         SubstrateUnavailable, match="not authorized to perform ec2:TerminateInstances"
     ) as info:
         sb.close()
-    assert "pytest --rollout-reap --substrate=ec2 removes it" in str(info.value)
+    assert "it is tagged, and a reap of ec2 removes it" in str(info.value)
     assert state(moto_server, sb.id) == "running"
     ec2_faults.clear()
     assert substrate.reap(substrate.session_id) == 1
@@ -452,7 +452,7 @@ def test_failed_start_that_cannot_terminate_says_how_to_reap(make_ec2, ec2_fault
     with pytest.raises(SandboxStartError) as info:
         substrate.start()
     assert "could not terminate instance" in str(info.value)
-    assert "pytest --rollout-reap --substrate=ec2" in str(info.value)
+    assert "it is tagged, and a reap of ec2 removes it" in str(info.value)
     ec2_faults.clear()
     assert substrate.reap(substrate.session_id) == 1
 

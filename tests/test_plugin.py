@@ -200,7 +200,7 @@ def test_failing_workloads_and_step_timeouts_are_counted_with_reasons(pytester):
     [
         (["--substrate=nope"], "ERROR: unknown substrate 'nope'; available substrates: *local*"),
         (["--rollout-project=lots"], "ERROR: --rollout-project='lots': expected ROLLOUTSxSTEPS*"),
-        (["--substrate-opt=local"], "ERROR: --substrate-opt='local': expected NAME.KEY=VALUE*"),
+        (["--substrate-opt=local"], "ERROR: substrate option 'local': expected NAME.KEY=VALUE*"),
         (["--substrate-opt=local.nope=1"], "ERROR: local.nope: unknown option*"),
         (["--rollout-rounds=0"], "ERROR: --rollout-rounds='0': must be at least 1"),
         (["--rollout-think-time=soon"], "ERROR: --rollout-think-time='soon': expected a number"),

@@ -144,7 +144,7 @@ def test_save_to_a_link_to_a_device_is_a_usage_error(suite: pytest.Pytester) -> 
     (suite.path / STORE / "main.json").symlink_to("/dev/null")
     assert_usage_error(
         run(suite, "--rollout-save=main"),
-        f"--rollout-save=main: {STORE}/main.json: not a regular file (it resolves to /dev/null, "
+        f"cannot save 'main' as {STORE}/main.json: not a regular file (it resolves to /dev/null, "
         "a character device)",
     )
     assert os.readlink(suite.path / STORE / "main.json") == "/dev/null"
@@ -331,7 +331,10 @@ def test_bad_baseline_file(suite: pytest.Pytester, content: bytes, message: str)
         (["--rollout-compare-fail=cold_start.p95"], "expected METRIC.STAT:THRESHOLD"),
         (["--rollout-compare-fail=worker_hours.p95:5%"], "worker_hours is projected from means"),
         (["--rollout-save=../outside"], "--rollout-save='../outside'"),
-        (["--rollout-save=main", "--rollout-storage=afile"], "--rollout-storage=afile/"),
+        (
+            ["--rollout-save=main", "--rollout-storage=afile"],
+            "storage directory afile/: cannot create",
+        ),
     ],
 )
 def test_bad_option(suite: pytest.Pytester, options: list[str], message: str) -> None:

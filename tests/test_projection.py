@@ -120,14 +120,16 @@ def test_scale_parses(text, rollouts, steps):
 @pytest.mark.parametrize(
     "text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5", "1e400x150", "nanx1"]
 )
-def test_malformed_scale_names_the_value(text):
-    with pytest.raises(ValueError, match="--rollout-project"):
+def test_malformed_scale_names_the_value_and_where_it_came_from(text):
+    with pytest.raises(ValueError, match=r"^projection=.*expected ROLLOUTSxSTEPS"):
         Scale.parse(text)
+    with pytest.raises(ValueError, match=r"^--rollout-project="):
+        Scale.parse(text, option="--rollout-project")
 
 
 @pytest.mark.parametrize("think", [-1, float("nan"), float("inf")])
 def test_a_think_time_that_is_not_seconds_is_rejected(think):
-    with pytest.raises(ValueError, match="think-time"):
+    with pytest.raises(ValueError, match=r"^think time .*: expected seconds >= 0"):
         Scale.parse("10x10", think_time_s=think)
 
 

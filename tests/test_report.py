@@ -14,7 +14,7 @@ from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.report import (
     NotRegularFileError,
-    check_json_path,
+    check_report_path,
     current_umask,
     render_summary,
     seconds,
@@ -219,15 +219,15 @@ def test_write_json_never_replaces_what_is_not_a_regular_file(tmp_path, kind):
 def test_a_json_path_that_is_not_a_regular_file_is_a_usage_error(tmp_path, kind):
     path, message = special_files(tmp_path)[kind]
     with pytest.raises(ConfigError, match=re.escape(f"--rollout-json={path}: ")) as caught:
-        check_json_path(path)
+        check_report_path(path, f"--rollout-json={path}")
     assert message in str(caught.value)
 
 
-def test_a_device_node_as_json_path_names_the_device():
+def test_a_device_node_as_report_path_names_the_device():
     with pytest.raises(ConfigError) as caught:
-        check_json_path("/dev/full")
+        check_report_path("/dev/full", "report /dev/full")
     assert str(caught.value) == (
-        "--rollout-json=/dev/full: not a regular file (a character device); "
+        "report /dev/full: not a regular file (a character device); "
         "name a regular file or a new one"
     )
 

@@ -12,7 +12,6 @@ import pytest
 from support.reports import as_schema_1
 
 from pytest_rollout_tax import report as report_module
-from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.projection import Scale
 from pytest_rollout_tax.record import Rollout, Step, steps_of
 from pytest_rollout_tax.storage import (
@@ -20,7 +19,6 @@ from pytest_rollout_tax.storage import (
     SavedRunError,
     Storage,
     autosave_label,
-    check_compare,
     check_name,
     load,
 )
@@ -71,8 +69,10 @@ def test_save_writes_name_json(storage: Storage) -> None:
 
 @pytest.mark.parametrize("name", ["", " ", "../x", "a/b", "/abs", ".hidden", "-x", "a b"])
 def test_save_names_must_be_plain(name: str) -> None:
-    with pytest.raises(SavedRunError, match=re.escape(f"--rollout-save={name!r}")):
+    with pytest.raises(SavedRunError, match=re.escape(f"name={name!r}: expected a plain name")):
         check_name(name)
+    with pytest.raises(SavedRunError, match=re.escape(f"--rollout-save={name!r}: expected")):
+        check_name(name, "--rollout-save")
 
 
 def test_save_is_atomic(storage: Storage, monkeypatch) -> None:
@@ -125,7 +125,7 @@ def test_check_writable(tmp_path: Path) -> None:
     Storage(tmp_path / "new" / "dir").check_writable()
     assert (tmp_path / "new" / "dir").is_dir()
     (tmp_path / "file").write_text("")
-    with pytest.raises(SavedRunError, match=r"--rollout-storage=.*file/: cannot create"):
+    with pytest.raises(SavedRunError, match=r"^storage directory .*file/: cannot create"):
         Storage(tmp_path / "file").check_writable()
 
 
@@ -151,7 +151,7 @@ def test_a_save_target_that_is_not_a_regular_file_is_refused(
     link = storage.root / "main.json"
     link.symlink_to(target if target.startswith("/") else tmp_path / target)
     kind = "a character device" if target == "/dev/null" else "a fifo"
-    with pytest.raises(SavedRunError, match=rf"--rollout-save=main: .*main\.json: not a regular "
+    with pytest.raises(SavedRunError, match=rf"^cannot save 'main' as .*main\.json: not a regular "
                        rf"file \(it resolves to .*, {kind}\)"):  # fmt: skip
         storage.check_writable("main")
     with pytest.raises(OSError, match="not a regular file"):
@@ -202,27 +202,6 @@ def test_resolve_names_numbers_and_paths(storage: Storage, tmp_path: Path, monke
     (tmp_path / "main.json").write_text("{}")
     assert storage.resolve("main.json") == Path("main.json")  # an existing file wins
     assert storage.resolve("main") == main  # a bare name is a saved run
-
-
-def test_check_compare_refuses_test_paths(tmp_path: Path, monkeypatch) -> None:
-    """``pytest --rollout-compare suite`` takes the test directory for the baseline's name."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "suite" / "unit").mkdir(parents=True)
-    with pytest.raises(ConfigError) as info:
-        check_compare("suite")
-    assert str(info.value) == (
-        "--rollout-compare='suite' is a directory, not a saved run: write "
-        "--rollout-compare=NAME (with '='), or put the option after the test paths "
-        "(a saved run of that name: --rollout-compare=suite.json)"
-    )
-    with pytest.raises(ConfigError, match=r"^--rollout-compare='suite/unit' is a directory, "):
-        check_compare("suite/unit")
-    with pytest.raises(ConfigError, match=r"'test_x\.py' is a Python file, not a saved run"):
-        check_compare("test_x.py")  # whether or not it exists
-    with pytest.raises(ConfigError, match=r"'t\.py::test_a\[1\]' is a test id, not a saved run"):
-        check_compare("t.py::test_a[1]")
-    for ref in ("", "main", "0003", "suite.json", "ci/main.json", "missing-dir"):
-        assert check_compare(ref) == ref
 
 
 def test_resolve_missing(storage: Storage, tmp_path: Path) -> None:

@@ -1,10 +1,48 @@
-"""Reports as older versions of the plugin wrote them."""
+"""Reports for tests: small synthetic runs, and reports as older versions of the plugin wrote
+them."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from pytest_rollout_tax.record import steps_of
+from pytest_rollout_tax.projection import Scale
+from pytest_rollout_tax.record import Rollout, Step, steps_of
+from pytest_rollout_tax.summary import build_report
+
+#: Cold starts of a small run, in seconds.
+COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]
+
+
+def rollouts(substrate: str, cold: list[float], factor: float = 1.0) -> list[Rollout]:
+    """One rollout per cold start; its other phases are fixed fractions of it, times factor."""
+    made = []
+    for index, seconds in enumerate(cold, start=1):
+        c = seconds * factor
+        made.append(
+            Rollout(
+                test=f"t.py::test_x[{substrate}-{index}]",
+                substrate=substrate,
+                round=index,
+                outcome="passed",
+                cold_start_s=c,
+                teardown_s=c / 2,
+                trajectory_s=c * 2,
+                steps=[Step("exec", c / 10, 0), Step("read_file", c / 20)],
+                action_probes_s=[c / 100, c / 90],
+            )
+        )
+    return made
+
+
+def report(*groups: list[Rollout], scale: Scale | None = None) -> dict:
+    """The report of these rollouts, on a fixed machine and with no commit."""
+    return build_report(
+        [r for group in groups for r in group],
+        scale or Scale(),
+        plugin_version="test",
+        machine={"cpu_count": 2, "python": "3.11", "platform": "x", "hostname_sha256": "ab"},
+        commit=None,
+    )
 
 
 def as_schema_1(report: dict, steps_as: str = "columns") -> dict:

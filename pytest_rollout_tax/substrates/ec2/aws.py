@@ -81,7 +81,7 @@ class EC2Api:
         if not self.region:
             raise ConfigError(
                 f"{name}: no AWS region configured; set AWS_REGION (or AWS_DEFAULT_REGION), "
-                f"a region in the profile, or --substrate-opt {name}.region=REGION"
+                f"a region in the profile, or {name}.region=REGION"
             )
         config = BotoConfig(connect_timeout=10, read_timeout=60, retries={"mode": "standard"})
         try:

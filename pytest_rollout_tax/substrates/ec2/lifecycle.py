@@ -70,7 +70,9 @@ class EC2Substrate(Substrate):
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> EC2Handle:
         opts: EC2Options = self.options
         if not opts.ami:
-            raise ConfigError(f"{self.name}.ami is not set: --substrate-opt {self.name}.ami=AMI_ID")
+            raise ConfigError(
+                f"{self.name}.ami is not set: the AMI to boot, {self.name}.ami=AMI_ID"
+            )
         self.login.load_keys()  # loaded (or refused) before anything is launched
         if self.login.failure:
             raise SandboxStartError(f"{self.login.failure} (earlier in this session; not retried)")
@@ -186,8 +188,8 @@ class EC2Substrate(Substrate):
             self.terminate(handle.id)
         except RolloutTaxError as exc:
             raise type(exc)(
-                f"{exc}; instance {handle.id} may still be running: "
-                f"pytest --rollout-reap --substrate={self.name} removes it"
+                f"{exc}; instance {handle.id} may still be running: it is tagged, and a reap "
+                f"of {self.name} removes it"
             ) from None
 
     def terminate(self, instance_id: str) -> None:
@@ -215,8 +217,8 @@ class EC2Substrate(Substrate):
             self.terminate(instance_id)
         except Exception as exc:
             return (
-                f"could not terminate instance {instance_id} ({exc}); "
-                f"pytest --rollout-reap --substrate={self.name} removes it"
+                f"could not terminate instance {instance_id} ({exc}); it is tagged, and a reap "
+                f"of {self.name} removes it"
             )
         return f"instance {instance_id} terminated"
 
