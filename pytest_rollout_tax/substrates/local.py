@@ -42,6 +42,9 @@ DEFAULT_PATH = os.pathsep.join(
 
 
 WORKDIR_PREFIX = "rollout-tax-"
+#: While a session's shell is silent, how often it is polled: a background child of a dead
+#: shell can hold its pipes open, so they alone would not end.
+LIVENESS_S = 0.5
 _WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-\w+")
 
 
@@ -135,10 +138,16 @@ class LocalShell(Duplex):
             self._process.stdin.flush()
 
     def receive(self, timeout: float | None) -> tuple[int, bytes]:
+        deadline = None if timeout is None else time.monotonic() + timeout
         while self._selector.get_map():
-            ready = self._selector.select(timeout)
+            left = LIVENESS_S if deadline is None else deadline - time.monotonic()
+            ready = self._selector.select(max(min(left, LIVENESS_S), 0))
+            if self._process.poll() is not None:
+                return 0, b""  # the shell died (what its children still write is not its)
             if not ready:
-                raise TimeoutError
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError
+                continue
             key = ready[0][0]
             chunk = os.read(key.fd, 1 << 16)
             if chunk:

@@ -20,7 +20,14 @@ STEP_TIMEOUT = 60.0
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every stand-in and live variant; ``@pytest.mark.transport("session")`` keeps the
+    variants of that transport (the live ones use ``exec``)."""
     if "contract_substrate" not in metafunc.fixturenames:
+        return
+    only = metafunc.definition.get_closest_marker("transport")
+    if only is not None:
+        names = [name for name in STAND_INS if name.endswith(f"-{only.args[0]}")]
+        metafunc.parametrize("contract_substrate", names, indirect=True, scope="module")
         return
     live = []
     for name in LIVE:

@@ -1,4 +1,5 @@
-"""A sandbox from start to close: a fresh workdir, timed phases, nothing usable after close."""
+"""A sandbox from start to close: a fresh workdir, timed phases, nothing usable after close
+(nor after its session's shell died)."""
 
 from __future__ import annotations
 
@@ -54,3 +55,33 @@ def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, re
     assert plane.endpoint and "@" not in plane.endpoint
     live = request.node.callspec.params["contract_substrate"].endswith("-live")
     assert plane.stand_in is (contract_substrate.kind in ("e2b", "ec2") and not live)
+
+
+#: The session's shell is the nearest ancestor run as plain ``sh`` (a step runs as ``sh -c``,
+#: under ``timeout`` when it has one); nothing is killed if none is found.
+KILL_THE_SHELL = (
+    'p=$$; until [ "$p" -le 1 ] || [ "$(tr "\\0" " " </proc/$p/cmdline)" = "sh " ]; do '
+    "p=$(cut -d' ' -f4 /proc/$p/stat); done; "
+    '[ "$p" -gt 1 ] && { sleep 300 & kill -9 "$p"; }'
+)
+
+
+@pytest.mark.transport("session")
+def test_a_session_whose_shell_dies_fails_that_step_and_every_later_one_in_one_line(
+    contract_substrate, fresh_box
+):
+    """The step kills the shell that runs it and leaves a child holding the shell's output
+    open for minutes: the stream alone would not end before the child does."""
+    name = contract_substrate.name
+    assert fresh_box.exec("echo alive").stdout == "alive\n"
+    with pytest.raises(SandboxError) as caught:
+        fresh_box.exec(KILL_THE_SHELL)
+    assert str(caught.value) == f"{name}: session lost: the shell ended"
+    later = (
+        lambda: fresh_box.exec("true"),
+        lambda: fresh_box.read_file("f"),
+        lambda: fresh_box.write_file("f", "x"),
+    )
+    for step in later:
+        with pytest.raises(SandboxError, match=rf"^{name}: the session is closed$"):
+            step()
