@@ -26,7 +26,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     only = metafunc.definition.get_closest_marker("transport")
     if only is not None:
-        names = [name for name in STAND_INS if name.endswith(f"-{only.args[0]}")]
+        names = [name for name in STAND_INS if (name.partition("-")[2] or "exec") == only.args[0]]
         metafunc.parametrize("contract_substrate", names, indirect=True, scope="module")
         return
     live = []

@@ -71,7 +71,7 @@ class EC2Substrate(Substrate):
         opts: EC2Options = self.options
         if not opts.ami:
             raise ConfigError(
-                f"{self.name}.ami is not set: the AMI to boot, {self.name}.ami=AMI_ID"
+                f"{self.name}.ami is not set: name the AMI to boot ({self.name}.ami=ID)"
             )
         self.login.load_keys()  # loaded (or refused) before anything is launched
         if self.login.failure:

@@ -92,6 +92,6 @@ class SSHShell(Duplex):
         """Whether the shell still runs (yes if a second channel cannot tell: the first will)."""
         try:
             check = self._connection.run(f"kill -0 {self.pid}", timeout=LIVENESS_S)
-        except RolloutTaxError:
+        except (RolloutTaxError, paramiko.SSHException, EOFError, OSError):
             return True
         return check.exit_code == 0
