@@ -10,35 +10,17 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.reports import as_schema_1
+from support.reports import as_schema_1, report, rollouts
 
 from pytest_rollout_tax import compare
 from pytest_rollout_tax.cli import main, reproject
 from pytest_rollout_tax.projection import Scale, tax_hours, worker_hours
-from pytest_rollout_tax.record import Rollout, Step
-from pytest_rollout_tax.summary import build_report
 
 COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
 
 
 def make_report(factor: float = 1.0, substrate: str = "local", scale: Scale | None = None) -> dict:
-    rollouts = [
-        Rollout(
-            test=f"t.py::test_x[{substrate}-{i}]",
-            substrate=substrate,
-            round=i,
-            outcome="passed",
-            cold_start_s=c * factor,
-            teardown_s=c * factor / 4,
-            trajectory_s=c * factor * 3,
-            steps=[Step("exec", c * factor / 10, 0), Step("write_file", c * factor / 30)],
-            action_probes_s=[c * factor / 50, c * factor / 40],
-        )
-        for i, c in enumerate(COLD, start=1)
-    ]
-    return build_report(
-        rollouts, scale or Scale(), plugin_version="t", machine={"cpu_count": 1}, commit=None
-    )
+    return report(rollouts(substrate, COLD, factor), scale=scale)
 
 
 @pytest.fixture
