@@ -3,9 +3,9 @@
     python benchmarks/burst.py [--levels 1,4,16] [--rollouts 10] [--steps 30]
                                [--e2b-rate N] [--k8s-max-pods N] [--skip-standins]
 
-1. Bursts: at each level N, N sandboxes started at once (``pytest_rollout_tax.burst``, the code
-   behind ``--rollout-burst``), each up to its first no-op exec, then all torn down; creates per
-   second and cold-start p50/p99, on docker and against the k8s and E2B stand-ins of
+1. Bursts: at each level N, N sandboxes started at once (``pytest_rollout_tax.fleet.burst``, the
+   code behind ``--rollout-burst``), each up to its first no-op exec, then all torn down; creates
+   per second and cold-start p50/p99, on docker and against the k8s and E2B stand-ins of
    tests/support/ (pods and E2B sandboxes are docker containers there: those rows are the
    stand-ins' figures on this machine, NOT Kubernetes' or E2B's). ``--e2b-rate`` makes the
    E2B stand-in answer creates beyond N per second with 429, ``--k8s-max-pods`` leaves pods
@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from support.e2b_server import StandInE2B
 from support.k8s_api import KubeAPIStandIn
 
-from pytest_rollout_tax import burst
-from pytest_rollout_tax.pool import WarmPool
-from pytest_rollout_tax.record import Rollout
-from pytest_rollout_tax.report import seconds
-from pytest_rollout_tax.stats import Stats
-from pytest_rollout_tax.substrate import Substrate
+from pytest_rollout_tax.core.record import Rollout
+from pytest_rollout_tax.core.stats import Stats
+from pytest_rollout_tax.core.substrate import Substrate
+from pytest_rollout_tax.fleet import burst
+from pytest_rollout_tax.fleet.pool import WarmPool
+from pytest_rollout_tax.report.terminal import seconds
 from pytest_rollout_tax.substrates.docker import DockerSubstrate
 from pytest_rollout_tax.substrates.e2b import E2BSubstrate
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate

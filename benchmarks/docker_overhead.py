@@ -39,9 +39,9 @@ from docker.models.containers import Container
 from sampling import interleaved_all
 
 from pytest_rollout_tax import Sandbox, Substrate, get_substrate
-from pytest_rollout_tax.substrate import SESSION_LABEL, new_id
+from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id
+from pytest_rollout_tax.core.transport import NOOP, shell_line
 from pytest_rollout_tax.substrates.docker import DEFAULT_IMAGE, KEEPALIVE, OWNER_LABEL, stream
-from pytest_rollout_tax.transport import NOOP, shell_line
 
 TARGET = 1.10
 SESSION_VS_EXEC = 0.05

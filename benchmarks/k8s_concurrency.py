@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from support.k8s_api import KubeAPIStandIn
 
-from pytest_rollout_tax.substrate import new_id
+from pytest_rollout_tax.core.substrate import new_id
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 
 TRANSPORTS = ("exec", "session")

@@ -55,7 +55,7 @@ from docker.models.containers import Container
 from sampling import interleaved_all
 
 from pytest_rollout_tax import Sandbox, Substrate, get_substrate
-from pytest_rollout_tax.substrate import SESSION_LABEL, new_id
+from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates.docker import DEFAULT_IMAGE, KEEPALIVE, OWNER_LABEL
 
 os.environ.setdefault("SWE_REX_LOG_STREAM_LEVEL", "WARNING")  # swerex reads it on import

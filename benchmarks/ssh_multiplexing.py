@@ -38,12 +38,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from sampling import interleaved_all
 from support.ec2_moto import ensure_sshd_image, generate_key, start_sshd
 
-from pytest_rollout_tax.record import PhaseClock
-from pytest_rollout_tax.shell import ShellSession
-from pytest_rollout_tax.stats import Stats
+from pytest_rollout_tax.core.record import PhaseClock
+from pytest_rollout_tax.core.shell import ShellSession
+from pytest_rollout_tax.core.stats import Stats
+from pytest_rollout_tax.core.transport import NOOP, shell_line
 from pytest_rollout_tax.substrates.ec2 import SSHConnection
 from pytest_rollout_tax.substrates.ec2.session import SSHShell
-from pytest_rollout_tax.transport import NOOP, shell_line
 
 WORKDIR = "/tmp"
 SESSION = "session (one channel, one sh)"

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .core.record import Rollout, Step
+from .core.sandbox import ExecResult, Sandbox
+from .core.substrate import Substrate
 from .errors import (
     ConfigError,
     CredentialsMissing,
@@ -13,10 +16,7 @@ from .errors import (
     StepTimeout,
     SubstrateUnavailable,
 )
-from .record import Rollout, Step
-from .registry import get_substrate
-from .sandbox import ExecResult, Sandbox
-from .substrate import Substrate
+from .substrates.registry import get_substrate
 
 try:
     __version__ = version("pytest-rollout-tax")

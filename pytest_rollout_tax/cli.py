@@ -15,14 +15,16 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import calibrate, compare, history, html_report, plots
 from .errors import RolloutTaxError
-from .noise import ALPHA, MIN_SAMPLES
-from .projection import Scale
-from .report import check_report_path, render_summary, write_json
-from .sides import decompose_entry, entry_scale, project_entry, scale_of
-from .storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
-from .summary import project_fleet, spread_of
+from .gate import calibrate, compare, history
+from .gate.noise import ALPHA, MIN_SAMPLES
+from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
+from .report import html as html_report
+from .report import plots
+from .report.build import project_fleet, spread_of
+from .report.projection import Scale
+from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
+from .report.terminal import check_report_path, render_summary, write_json
 
 PROG = "python -m pytest_rollout_tax"
 EPILOG = f"""\

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from support.reports import as_schema_1, report, rollouts
 
-from pytest_rollout_tax import compare
 from pytest_rollout_tax.cli import main, reproject
-from pytest_rollout_tax.projection import Scale, tax_hours, worker_hours
+from pytest_rollout_tax.gate import compare
+from pytest_rollout_tax.report.projection import Scale, tax_hours, worker_hours
 
 COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
 

@@ -16,9 +16,9 @@ from minisweagent.exceptions import Submitted
 from minisweagent.utils.serialize import recursive_merge
 from pydantic import BaseModel
 
+from ..core.sandbox import Sandbox
 from ..errors import StepTimeout
 from ..replay import harness_command
-from ..sandbox import Sandbox
 
 #: The first line of an output that ends the run, as mini-swe-agent's environments check it.
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

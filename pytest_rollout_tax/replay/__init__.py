@@ -3,15 +3,7 @@ one shape, and replayed in a sandbox as workloads."""
 
 from .load import is_trajectory_name, load
 from .model import FileEdit, RecordedStep, RecordedTrajectory, TrajectoryError
-from .run import (
-    DEFAULT_TIMEOUT_S,
-    MODES,
-    Mode,
-    ReplayInfo,
-    harness_command,
-    replay,
-    shape_command,
-)
+from .run import DEFAULT_TIMEOUT_S, MODES, Mode, ReplayInfo, harness_command, replay, shape_command
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

@@ -7,14 +7,7 @@ import json
 import re
 from typing import Any
 
-from .model import (
-    EDIT_COMMANDS,
-    FileEdit,
-    RecordedStep,
-    RecordedTrajectory,
-    byte_length,
-    fail,
-)
+from .model import EDIT_COMMANDS, FileEdit, RecordedStep, RecordedTrajectory, byte_length, fail
 
 #: Tools whose ``command`` argument is a shell command.
 SHELL_TOOLS = ("bash", "execute_bash")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..record import Rollout, Step
+from ..core.record import Rollout, Step
 from .model import FileEdit, RecordedStep, RecordedTrajectory
 
 if TYPE_CHECKING:
-    from ..sandbox import Sandbox
+    from ..core.sandbox import Sandbox
 
 Mode = Literal["shape", "exact"]
 MODES: tuple[Mode, ...] = ("shape", "exact")

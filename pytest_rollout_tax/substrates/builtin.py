@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..hookspecs import hookimpl
+from .hookspecs import hookimpl
 
 _MODULE = "pytest_rollout_tax.substrates"
 

@@ -22,6 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.record import PhaseClock
+from ..core.substrate import SESSION_LABEL, Handle, Substrate, SubstrateOptions
+from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import (
     ConfigError,
     CredentialsMissing,
@@ -30,9 +33,6 @@ from ..errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from ..record import PhaseClock
-from ..substrate import SESSION_LABEL, Handle, Substrate, SubstrateOptions
-from ..transport import RawResult, Transport, step_timeout
 
 try:
     import httpx

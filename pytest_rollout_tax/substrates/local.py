@@ -20,12 +20,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..contract import file_error
+from ..core.contract import file_error
+from ..core.record import PhaseClock
+from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
+from ..core.substrate import Handle, Substrate, SubstrateOptions, process_alive
+from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import SandboxStartError
-from ..record import PhaseClock
-from ..shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
-from ..substrate import Handle, Substrate, SubstrateOptions, process_alive
-from ..transport import RawResult, Transport, step_timeout
 
 #: The host's standard tools, plus the directory of the Python running the tests.
 DEFAULT_PATH = os.pathsep.join(

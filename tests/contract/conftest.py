@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from support.substrates import LIVE, STAND_INS, live_skip_reason, open_substrate
 
-from pytest_rollout_tax.sandbox import Sandbox
-from pytest_rollout_tax.substrate import Substrate
+from pytest_rollout_tax.core.sandbox import Sandbox
+from pytest_rollout_tax.core.substrate import Substrate
 
 #: The default timeout of every step in the suite: nothing here may hang a CI run.
 STEP_TIMEOUT = 60.0

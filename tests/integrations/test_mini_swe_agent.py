@@ -6,8 +6,8 @@ pytest.importorskip("minisweagent", reason="the [mini] extra is not installed")
 
 from support.workloads import ROOT
 
-from pytest_rollout_tax import storage
-from pytest_rollout_tax.record import steps_of
+from pytest_rollout_tax.core.record import steps_of
+from pytest_rollout_tax.gate import storage
 
 AGENT_WORKLOAD = """
 import os

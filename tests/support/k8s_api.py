@@ -49,7 +49,7 @@ import docker
 import yaml
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from pytest_rollout_tax.substrate import process_alive
+from pytest_rollout_tax.core.substrate import process_alive
 
 SIMULATE_KEY = "rollout-tax.test/simulate"
 OWNER_LABEL = "rollout-tax.test/k8s-api"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from pytest_rollout_tax.projection import Scale
-from pytest_rollout_tax.record import Rollout, Step, steps_of
-from pytest_rollout_tax.summary import build_report
+from pytest_rollout_tax.core.record import Rollout, Step, steps_of
+from pytest_rollout_tax.report.build import build_report
+from pytest_rollout_tax.report.projection import Scale
 
 #: Cold starts of a small run, in seconds.
 COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]
@@ -64,3 +64,20 @@ def as_schema_1(report: dict, steps_as: str = "columns") -> dict:
             stored = [dataclasses.asdict(step) for step in steps]
         rollouts.append({**item, "steps": stored})
     return {**report, "schema": "rollout-tax/1", "rollouts": rollouts}
+
+
+def rollout(substrate, cold, step=0.01, outcome="passed", error=None, steps=2, planned=None):
+    """One rollout of `steps` equal steps; its phases, teardown and probes follow from `cold`."""
+    return Rollout(
+        test=f"t.py::test[{substrate}-1]",
+        substrate=substrate,
+        outcome=outcome,
+        cold_start_s=cold,
+        phases={"create": cold / 2, "first_exec": cold / 2} if cold else {},
+        teardown_s=0.5 if cold else None,
+        trajectory_s=cold + 1 if cold else None,
+        steps=[Step("exec", step, 0)] * steps,
+        action_probes_s=[step / 2] * 3 if cold else [],
+        error=error,
+        planned_steps=planned,
+    )

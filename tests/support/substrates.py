@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_rollout_tax.substrate import Substrate
+from pytest_rollout_tax.core.substrate import Substrate
 
 from . import live
 from .ec2_moto import stand_in_options, substrate_opt_args, use_dummy_aws

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...core.transport import RawResult, one_line
 from ...errors import SandboxError
-from ...transport import RawResult, one_line
 from .engine import docker_errors, explain, requests
 from .handle import DockerHandle
 

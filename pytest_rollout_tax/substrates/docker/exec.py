@@ -13,8 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import SandboxError
-from ...transport import (
+from ...core.transport import (
     RawResult,
     Transport,
     not_started,
@@ -22,6 +21,7 @@ from ...transport import (
     timeout_wrapped,
     was_timed_out,
 )
+from ...errors import SandboxError
 from . import archive, stream
 from .engine import ENGINE_ERRORS, UNIX_URL, docker_socket, engine_errors, plain_socket
 from .handle import DockerHandle

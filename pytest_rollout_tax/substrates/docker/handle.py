@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.substrate import Handle
+from ...core.transport import RawResult
 from ...errors import SandboxError
-from ...substrate import Handle
-from ...transport import RawResult
 
 
 class FileOwner:

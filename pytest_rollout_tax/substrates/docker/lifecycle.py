@@ -14,6 +14,10 @@ import socket
 import threading
 from typing import Any
 
+from ...core.record import PhaseClock
+from ...core.shell import ShellSession
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
+from ...core.transport import Transport
 from ...errors import (
     ConfigError,
     RolloutTaxError,
@@ -21,10 +25,6 @@ from ...errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from ...record import PhaseClock
-from ...shell import ShellSession
-from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
-from ...transport import Transport
 from .engine import (
     DEFAULT_HOST,
     ENGINE_ERRORS,

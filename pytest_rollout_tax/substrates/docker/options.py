@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...substrate import SubstrateOptions
+from ...core.substrate import SubstrateOptions
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

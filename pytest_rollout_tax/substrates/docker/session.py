@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from ...shell import SHELL, Duplex
+from ...core.shell import SHELL, Duplex
 from . import stream
 from .engine import ENGINE_ERRORS, engine_errors
 from .handle import DockerHandle

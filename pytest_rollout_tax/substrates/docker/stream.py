@@ -10,7 +10,7 @@ import contextlib
 import socket
 from typing import Any
 
-from ...shell import STDERR, STDOUT
+from ...core.shell import STDERR, STDOUT
 
 _HEADER = 8
 

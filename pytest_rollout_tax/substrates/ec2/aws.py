@@ -19,6 +19,7 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config as BotoConfig
 
+from ...core.transport import one_line, redact
 from ...errors import (
     ConfigError,
     CredentialsMissing,
@@ -26,7 +27,6 @@ from ...errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from ...transport import one_line, redact
 from .errors import describe
 from .options import EC2Options
 

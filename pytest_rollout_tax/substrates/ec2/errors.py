@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ...core.transport import one_line
 from ...errors import SandboxError
-from ...transport import one_line
 
 
 class SSHError(SandboxError):

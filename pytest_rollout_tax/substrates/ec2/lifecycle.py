@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.record import PhaseClock
+from ...core.shell import ShellSession
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Handle, Substrate
+from ...core.transport import Transport
 from ...errors import ConfigError, RolloutTaxError, SandboxError, SandboxStartError
-from ...record import PhaseClock
-from ...shell import ShellSession
-from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Handle, Substrate
-from ...transport import Transport
 from .aws import FAILURES, EC2Api, error_code
 from .errors import describe
 from .login import Link, Login

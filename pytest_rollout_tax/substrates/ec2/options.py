@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...substrate import SubstrateOptions
+from ...core.substrate import SubstrateOptions
 
 
 @dataclass

@@ -12,8 +12,8 @@ import time
 
 import paramiko
 
+from ...core.shell import SHELL, STDERR, STDOUT, Duplex
 from ...errors import RolloutTaxError
-from ...shell import SHELL, STDERR, STDOUT, Duplex
 from .errors import SSHChannelError, SSHError, describe
 from .ssh import SSHConnection
 

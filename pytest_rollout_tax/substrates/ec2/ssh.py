@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import paramiko
 from paramiko.common import MSG_CHANNEL_REQUEST
 
-from ...transport import RawResult, step_timeout
+from ...core.transport import RawResult, step_timeout
 from .errors import SSHChannelError, SSHError, describe
 from .sftp import SFTPFiles
 

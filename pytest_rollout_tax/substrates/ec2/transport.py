@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 
 import paramiko
 
+from ...core.transport import RawResult, Transport, shell_line
 from ...errors import StepTimeout
-from ...transport import RawResult, Transport, shell_line
 from .errors import SSHChannelError, SSHError, describe
 from .login import Link
 from .ssh import SSHConnection

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ...core.transport import one_line, redact
 from ...errors import SandboxError
-from ...transport import one_line, redact
 from .client import iter_resp_lines, k8s_client, urllib3
 from .config import Cluster
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ...core.substrate import SubstrateOptions
+from ...core.transport import one_line
 from ...errors import ConfigError, CredentialsMissing, SubstrateUnavailable
-from ...substrate import SubstrateOptions
-from ...transport import one_line
 from .client import ConfigException, k8s_client, k8s_config, yaml
 from .manifest import toleration
 

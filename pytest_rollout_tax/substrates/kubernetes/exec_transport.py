@@ -8,10 +8,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ...contract import READ_SCRIPT, WRITE_SCRIPT, file_error_for
-from ...errors import SandboxError
-from ...substrate import Handle
-from ...transport import (
+from ...core.contract import READ_SCRIPT, WRITE_SCRIPT, file_error_for
+from ...core.substrate import Handle
+from ...core.transport import (
     NOOP,
     RawResult,
     Transport,
@@ -21,6 +20,7 @@ from ...transport import (
     timeout_wrapped,
     was_timed_out,
 )
+from ...errors import SandboxError
 from . import exec_ws
 from .api import Api
 

@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...core.shell import SHELL, STDERR, STDOUT, Duplex
+from ...core.transport import RawResult, not_started, one_line
 from ...errors import SandboxError
-from ...shell import SHELL, STDERR, STDOUT, Duplex
-from ...transport import RawResult, not_started, one_line
 from .api import EXEC, Api
 from .client import (
     ABNF,

@@ -8,11 +8,11 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.record import PhaseClock, Rollout
+from ...core.shell import ShellSession
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
+from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
-from ...record import PhaseClock, Rollout
-from ...shell import ShellSession
-from ...substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
-from ...transport import Transport
 from . import events
 from .api import POD, PODS, Api, ApiError
 from .config import KubernetesOptions, load_cluster

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.transport import one_line
 from ...errors import ConfigError
-from ...transport import one_line
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
 from .client import yaml
 

@@ -1,0 +1,1 @@
+"""The sandbox and its substrate's primitives: timing, transports, the contract, records."""

@@ -1,0 +1,209 @@
+"""The one Sandbox: every step of every backend is checked, timed and recorded here.
+
+A Sandbox joins what a substrate created (a :class:`~pytest_rollout_tax.substrate.Handle`)
+with the transport that reaches it. Its public methods check their arguments against the
+contract (:mod:`pytest_rollout_tax.contract`), time each call to the transport and record it
+in the rollout's :class:`~pytest_rollout_tax.record.Rollout`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import SandboxError, SandboxStartError
+from . import contract
+from .record import Rollout, Step, StepKind
+from .transport import NOOP, Transport
+
+if TYPE_CHECKING:
+    from .substrate import Handle, Substrate
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of one ``exec``: a non-zero exit is a result, not an exception."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+
+class Sandbox:
+    """One live environment for one rollout: run commands and move files, every call timed."""
+
+    def __init__(
+        self,
+        *,
+        substrate: Substrate,
+        handle: Handle,
+        transport: Transport,
+        rollout: Rollout,
+        timeout: float | None = None,
+        started: float | None = None,
+    ) -> None:
+        self.substrate = substrate
+        self.handle = handle
+        self.transport = transport
+        self.rollout = rollout
+        #: The default timeout of every step, in seconds (None: none).
+        self.timeout = timeout
+        self._started = time.perf_counter() if started is None else started
+        self._closed = False
+
+    @property
+    def id(self) -> str:
+        """The environment's own name: container id, pod name, instance id, ..."""
+        return self.handle.id
+
+    @property
+    def workdir(self) -> str:
+        return self.handle.workdir
+
+    def path(self, path: str) -> str:
+        """``path`` resolved against :attr:`workdir` (absolute paths are kept as they are)."""
+        return contract.resolve_path(self.workdir, path)
+
+    def exec(
+        self,
+        cmd: str | Sequence[str],
+        *,
+        timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Run ``cmd``: a string through ``sh -c``, a list as it is. One recorded step."""
+        argv = contract.check_command(cmd)
+        timeout = self.timeout if timeout is None else contract.check_timeout(timeout)
+        env = contract.check_env(env)
+        workdir = contract.resolve_path(self.workdir, cwd or ".", "cwd")
+        self._check_open()
+        started = time.perf_counter()
+        raw = None
+        try:
+            raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
+        finally:
+            wall = time.perf_counter() - started
+            if raw is None:
+                self._record("exec", wall)
+            else:
+                self._record("exec", wall, raw.exit_code, len(raw.stdout) + len(raw.stderr))
+        return ExecResult(
+            exit_code=raw.exit_code,
+            stdout=raw.stdout.decode("utf-8", "replace"),
+            stderr=raw.stderr.decode("utf-8", "replace"),
+            duration_s=wall,
+        )
+
+    def write_file(self, path: str, data: str | bytes) -> None:
+        """Write text (UTF-8) or bytes to ``path``, creating parent directories. One step."""
+        payload = contract.payload(data)
+        target = contract.check_file_path(self.workdir, path)
+        self._check_open()
+        with self._step("write_file"), self._file_errors(target, contract.WHY_NOT_WRITE):
+            self.transport.write(target, payload, timeout=self.timeout)
+
+    def read_file(self, path: str, binary: bool = False) -> str | bytes:
+        """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
+        target = self.path(path)
+        self._check_open()
+        with self._step("read_file"), self._file_errors(target, contract.WHY_NOT_READ):
+            payload = self.transport.read(target, timeout=self.timeout)
+        return payload if binary else payload.decode("utf-8", "replace")
+
+    def probe(self, count: int) -> list[float]:
+        """Time ``count`` no-op execs (the substrate's per-action tax); not recorded as steps."""
+        samples = []
+        for _ in range(count):
+            started = time.perf_counter()
+            result = self.transport.run(
+                list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir
+            )
+            samples.append(time.perf_counter() - started)
+            if result.exit_code != 0:
+                raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
+        self.rollout.action_probes_s.extend(samples)
+        return samples
+
+    def first_exec(self) -> None:
+        """Run the no-op that ends a cold start (not a step); SandboxStartError if it fails."""
+        first = self.transport.run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+        if first.exit_code != 0:
+            raise SandboxStartError(
+                f"{self.substrate.name}: the first no-op exec exited {first.exit_code}: "
+                f"{first.reason()}"
+            )
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Delete the environment (timed as teardown); safe to call more than once."""
+        if self._closed:
+            return
+        self._closed = True
+        started = time.perf_counter()
+        try:
+            with contextlib.suppress(Exception):  # the environment goes, whatever its shell did
+                self.transport.close()
+            self.substrate.destroy(self.handle)
+        finally:
+            ended = time.perf_counter()
+            self.rollout.teardown_s = ended - started
+            self.rollout.trajectory_s = ended - self._started
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _record(
+        self,
+        kind: StepKind,
+        wall_s: float,
+        exit_code: int | None = None,
+        output_bytes: int | None = None,
+    ) -> None:
+        self.rollout.steps.append(
+            Step(kind=kind, wall_s=wall_s, exit_code=exit_code, output_bytes=output_bytes)
+        )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxError(f"{self.rollout.substrate or 'sandbox'}: the sandbox is closed")
+
+    @contextlib.contextmanager
+    def _file_errors(self, path: str, why_script: str) -> Iterator[None]:
+        """Give a backend's unspecific OSError the contract's type, asking the sandbox why."""
+        try:
+            yield
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            raise
+        except OSError as exc:
+            argv = ["sh", "-c", why_script, "sh", path]
+            why = self.transport.run(argv, timeout=self.timeout, env=None, cwd="/")
+            error = contract.file_error_for(why.exit_code, path)
+            if error is None:
+                raise
+            raise error from exc
+
+    @contextlib.contextmanager
+    def _step(self, kind: StepKind) -> Iterator[None]:
+        """Record one file step, whether it succeeds or raises."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._record(kind, time.perf_counter() - started)

@@ -1,0 +1,264 @@
+"""The lifecycle side of a backend: a Substrate creates, deletes and reaps sandboxes.
+
+A backend implements :meth:`Substrate._create` (make one environment, marking the phases of
+its cold start), :meth:`Substrate.destroy`, :meth:`Substrate.reap` and
+:meth:`Substrate._transport` (the data plane of one environment). :meth:`Substrate.start`
+turns those into a timed cold start; the :class:`~pytest_rollout_tax.sandbox.Sandbox` it
+returns times every step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+import socket
+import statistics
+import threading
+import time
+import uuid
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError, RolloutTaxError, SandboxStartError
+from . import contract
+from .options import parse_options
+from .record import PhaseClock, Rollout
+from .sandbox import Sandbox
+from .transport import Transport
+
+SESSION_LABEL = "rollout-tax.io/session"
+ROLLOUT_LABEL = "rollout-tax.io/rollout"
+
+
+@dataclass
+class SubstrateOptions:
+    """The options every substrate has; a backend's ``Options`` dataclass extends it."""
+
+    #: How steps reach a sandbox: ``exec`` (one exec API call per step) or ``session``
+    #: (one long-lived shell per sandbox, opened during the cold start).
+    transport: str = "exec"
+    #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
+    pool: int = 0
+
+
+@dataclass
+class Handle:
+    """What a substrate created for one sandbox; a backend adds what it needs to reach it."""
+
+    #: The sandbox's own name: container id, pod name, instance id, E2B id, local directory.
+    id: str
+    #: Its working directory, where relative paths resolve.
+    workdir: str
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """The report's ``control_plane``: where a substrate's API was reached from this client,
+    the median round trip of one cheap call to it, and whether it is a local stand-in."""
+
+    endpoint: str
+    rtt_s: float | None  #: None: the call failed
+    #: The service is hosted elsewhere (E2B, AWS), yet its endpoint is on this machine.
+    stand_in: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def without_userinfo(endpoint: str) -> str:
+    """``endpoint`` without a ``user:password@`` part, so no credential reaches a report."""
+    parts = urlsplit(endpoint)
+    if "@" not in parts.netloc:
+        return endpoint
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
+
+def is_loopback(endpoint: str) -> bool:
+    """Whether ``endpoint`` (a URL) names this machine: a loopback address, or a name that
+    resolves only to loopback addresses."""
+    host = urlsplit(endpoint).hostname
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def new_id() -> str:
+    """A short random id for sessions and rollouts, valid as a label value everywhere."""
+    return uuid.uuid4().hex[:12]
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a zombie counts as dead).
+
+    Reaping uses it to spare the sandboxes of a session that is still running here.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):  # no procfs: trust kill()
+        return True
+
+
+class Substrate(ABC):
+    """A kind of execution environment; one object per name per process holds the client."""
+
+    #: The registry name of this implementation (``docker``); instances may be named variants.
+    kind: ClassVar[str]
+    #: A dataclass of the options this substrate accepts (``--substrate-opt NAME.KEY=VALUE``),
+    #: extending :class:`SubstrateOptions`.
+    Options: ClassVar[type]
+    #: The transports it offers, the default first.
+    transports: ClassVar[tuple[str, ...]] = ("exec",)
+    #: Dollars per hour one sandbox costs, if known (``ec2.price_per_hour``); shown as cost.
+    price_per_hour: float | None = None
+    #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
+    hosted: ClassVar[bool] = False
+
+    def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
+        self.name = name or self.kind
+        self.session_id = session_id or new_id()
+        self.options = self.parse(options, owner=self.name)
+        self._prepare_lock = threading.Lock()
+        self._prepared: RolloutTaxError | bool = False
+
+    @classmethod
+    def parse(cls, options: dict[str, Any], *, owner: str) -> Any:
+        """``options`` as this substrate's Options, checked: a ConfigError names ``owner.key``."""
+        parsed = parse_options(cls.Options, options, owner=owner)
+        if parsed.transport not in cls.transports:
+            raise ConfigError(
+                f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
+                f"{' and '.join(cls.transports)}"
+            )
+        if parsed.pool < 0:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        return parsed
+
+    # -- the backend interface -------------------------------------------------------------
+
+    def _prepare(self) -> None:  # noqa: B027 - most substrates need nothing more
+        """Check, once, what starting a sandbox needs beyond a client (an image, a network).
+
+        Not called for reaping, which needs none of it. Raise a RolloutTaxError if unusable.
+        """
+
+    @abstractmethod
+    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> Handle:
+        """Create and start one environment, marking phases on ``clock``; clean up if it fails."""
+
+    @abstractmethod
+    def _transport(self, handle: Handle) -> Transport:
+        """The data plane of ``handle``, as ``self.options.transport`` selects (not opened)."""
+
+    @abstractmethod
+    def destroy(self, handle: Handle) -> None:
+        """Delete the environment and return once it is gone."""
+
+    def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
+        """Called once the cold start is measured, untimed: for lookups that must not slow it."""
+
+    def reap(self, session_id: str | None = None) -> int:
+        """Remove environments labelled by ``session_id`` (any session if None); return how many."""
+        return 0
+
+    @property
+    def endpoint(self) -> str | None:
+        """The control plane's URL (never with credentials); None: there is none (local)."""
+        return None
+
+    def ping(self) -> None:  # noqa: B027 - no control plane, nothing to call
+        """One cheap control-plane API call (docker ping, k8s version, ...); raise if it fails."""
+
+    def control_plane(self, calls: int = 3) -> ControlPlane | None:
+        """The median round trip of ``calls`` pings from this client; None without an endpoint."""
+        endpoint = self.endpoint
+        if endpoint is None:
+            return None
+        times = []
+        try:
+            for _ in range(calls):
+                start = time.perf_counter()
+                self.ping()
+                times.append(time.perf_counter() - start)
+        except Exception:  # reported as an unknown round trip, never as a session failure
+            times = []
+        rtt = statistics.median(times) if times else None
+        return ControlPlane(without_userinfo(endpoint), rtt, self.hosted and is_loopback(endpoint))
+
+    def close(self) -> None:  # noqa: B027 - most substrates hold nothing to release
+        """Release the client connection."""
+
+    # -- the cold start --------------------------------------------------------------------
+
+    @property
+    def transport(self) -> str:
+        return self.options.transport
+
+    def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
+        """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
+        timeout = contract.check_timeout(timeout)
+        self._ensure_prepared()
+        rollout = self.stamp(rollout or Rollout(substrate=self.name))
+        labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
+        clock = PhaseClock(rollout.phases)
+        try:
+            handle = self._create(labels=labels, clock=clock)
+        except RolloutTaxError:
+            raise
+        except Exception as exc:
+            raise SandboxStartError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        sandbox = Sandbox(
+            substrate=self,
+            handle=handle,
+            transport=self._transport(handle),
+            rollout=rollout,
+            timeout=timeout,
+            started=clock.started,
+        )
+        rollout.sandbox_id = handle.id
+        try:
+            sandbox.transport.open(clock)
+            sandbox.first_exec()
+            clock.mark("first_exec")
+            rollout.cold_start_s = clock.cold_start()
+            self.after_cold_start(handle, rollout)
+        except BaseException:
+            with contextlib.suppress(Exception):  # the start error is the one to report
+                sandbox.close()
+            raise
+        return sandbox
+
+    def stamp(self, rollout: Rollout) -> Rollout:
+        """``rollout`` with this substrate's kind, transport and price filled in."""
+        rollout.kind, rollout.transport = self.kind, self.transport
+        rollout.price_per_hour = self.price_per_hour
+        return rollout
+
+    def _ensure_prepared(self) -> None:
+        """Run :meth:`_prepare` once per substrate; its error fails every later start too."""
+        with self._prepare_lock:
+            if self._prepared is False:
+                try:
+                    self._prepare()
+                    self._prepared = True
+                except RolloutTaxError as exc:
+                    self._prepared = exc
+        if isinstance(self._prepared, RolloutTaxError):
+            raise type(self._prepared)(str(self._prepared))

@@ -1,0 +1,134 @@
+"""The data plane of a sandbox, and the step policy every backend shares.
+
+A :class:`Transport` runs commands and moves files in one live sandbox; the Sandbox times
+every call to it. Backends write the transport primitives; what a timeout, a killed step, a
+command that cannot start or an error message look like is decided here, once.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import StepTimeout
+from .record import PhaseClock
+
+#: The command timed as the per-action tax, and run once as the last step of a cold start.
+NOOP = ("true",)
+#: The exit code of a step killed by ``timeout -s KILL`` (128 + SIGKILL), as a shell reports it.
+KILLED = 128 + signal.SIGKILL
+#: How runc reports a command that cannot start, whichever runtime relays it.
+_OCI_FAILED = re.compile(r"OCI runtime exec failed: (?P<reason>.*)", re.S)
+_OCI_NOT_FOUND = ("executable file not found", "no such file or directory", "chdir to cwd")
+
+
+@dataclass(frozen=True)
+class RawResult:
+    """What a transport's ``run`` returns: exit code and undecoded output."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+    def reason(self) -> str:
+        """Its stderr on one line, for an error message."""
+        return one_line(self.stderr.decode("utf-8", "replace"), 160) or "no output"
+
+
+class Transport(ABC):
+    """How steps reach one live sandbox: run a command, write and read files.
+
+    Every step has a timeout in seconds (None: no limit of the step's own). ``run`` kills a
+    command past it (its whole process group) and raises StepTimeout; a file step past it is
+    abandoned with StepTimeout, or with SandboxError where that leaves the transport unusable.
+    """
+
+    #: The name users select it by (``docker.transport=session``).
+    name: ClassVar[str]
+
+    def open(self, clock: PhaseClock) -> None:  # noqa: B027 - most transports open nothing
+        """Called during the cold start, before the first no-op; mark a phase if it costs."""
+
+    @abstractmethod
+    def run(
+        self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+    ) -> RawResult:
+        """Run ``argv`` in ``cwd`` with ``env`` added; exit status and output as a result."""
+
+    @abstractmethod
+    def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
+        """Write ``data`` to absolute ``path``, creating parent directories."""
+
+    @abstractmethod
+    def read(self, path: str, *, timeout: float | None) -> bytes:
+        """The bytes of absolute ``path``."""
+
+    def close(self) -> None:  # noqa: B027 - most transports hold nothing open
+        """Release what :meth:`open` holds; the sandbox is deleted right after."""
+
+
+# -- the step policy -------------------------------------------------------------------------
+
+
+def timeout_wrapped(argv: Sequence[str], timeout: float | None) -> list[str]:
+    """``argv`` under ``timeout -s KILL``, which kills the step's whole process group inside
+    the sandbox at the deadline. The no-op is never wrapped: the tax is measured without it."""
+    if timeout is None or tuple(argv) == NOOP:
+        return list(argv)
+    return ["timeout", "-s", "KILL", f"{max(timeout, 0.001):.3f}", *argv]
+
+
+def with_env(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
+    """``argv`` run through ``env(1)`` with ``env`` added (names need not be shell words)."""
+    if not env:
+        return list(argv)
+    return ["env", "--", *(f"{name}={value}" for name, value in env.items()), *argv]
+
+
+def shell_line(argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str) -> str:
+    """One shell line that enters ``cwd`` (exit 127 if it cannot) and execs ``argv`` with
+    ``env`` added: for data planes that take a command line (Kubernetes, SSH, a session)."""
+    return f"cd -- {shlex.quote(cwd)} || exit 127; exec {shlex.join(with_env(argv, env))}"
+
+
+def was_timed_out(argv: Sequence[str], timeout: float | None, code: int, elapsed: float) -> bool:
+    """Whether a wrapped step's exit ``code`` is the wrapper's kill at the deadline (a step
+    killed with 137 for another reason, before its deadline, is a result)."""
+    wrapped = timeout_wrapped(argv, timeout) != list(argv)
+    return wrapped and code == KILLED and timeout is not None and elapsed >= timeout
+
+
+def step_timeout(substrate: str, timeout: float, fate: str = "killed") -> StepTimeout:
+    """The error of a step past its timeout. It names no command (commands may carry secrets)
+    and reads the same for every step with this timeout, so the summary counts it as one."""
+    return StepTimeout(f"{substrate}: step ran past its {timeout:g} s timeout; {fate}")
+
+
+def not_started(output: bytes) -> RawResult | None:
+    """A runtime's "OCI runtime exec failed" as a shell reports it: 127 for what does not
+    exist (program, cwd), 126 for what cannot run; None for any other output."""
+    match = _OCI_FAILED.search(output.decode("utf-8", "replace"))
+    if match is None:
+        return None
+    reason = match["reason"]
+    code = 127 if any(marker in reason for marker in _OCI_NOT_FOUND) else 126
+    return RawResult(code, b"", one_line(match[0]).encode() + b"\n")
+
+
+def one_line(text: object, limit: int = 300) -> str:
+    """``text`` on one line, at most ``limit`` characters: for error messages."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (of six characters or more) replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[REDACTED]")
+    return text

@@ -1,0 +1,1 @@
+"""Many sandboxes at once: the run's substrates, warm pools, bursts."""

@@ -1,0 +1,174 @@
+"""Bursts (``--rollout-burst N[,N...]``): N sandboxes started at once, then all torn down.
+
+A GRPO step starts hundreds of rollouts together, so the cold start under a burst is what an RL
+run pays: control planes rate-limit, schedulers queue, caches thrash. Each level starts N
+sandboxes from N threads released together, each up to its first no-op exec, and records their
+cold starts, the time until the last one is ready, creates per second and every failure with
+its reason (an HTTP 429 is a reason, not a crash). Whatever started is destroyed, also when the
+burst is interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.record import Rollout
+from ..core.sandbox import Sandbox
+from ..core.stats import Stats
+from ..core.substrate import Substrate
+from ..errors import ConfigError, reason_of
+
+#: A level is the knee when its cold-start p50 is more than this times the lowest level's.
+KNEE_FACTOR = 2.0
+#: The largest burst accepted: each sandbox gets a thread.
+MAX_CONCURRENCY = 4096
+
+
+def parse_levels(text: str) -> list[int]:
+    """``"1,4,16"`` -> ``[1, 4, 16]``: positive concurrencies, each once, in the order given."""
+    levels = []
+    for item in (part.strip() for part in str(text).split(",")):
+        try:
+            level = int(item)
+        except ValueError:
+            level = 0
+        if not 1 <= level <= MAX_CONCURRENCY:
+            raise ConfigError(
+                f"{text!r}: expected concurrencies from 1 to {MAX_CONCURRENCY} separated by "
+                "commas, e.g. 1,4,16"
+            )
+        levels.append(level)
+    return list(dict.fromkeys(levels))
+
+
+@dataclass
+class BurstLevel:
+    """One level of a burst: N sandboxes started at once."""
+
+    concurrency: int
+    cold_start_s: list[float] = field(default_factory=list)
+    #: Seconds from the release until the last sandbox was ready (or had failed).
+    ready_all_s: float | None = None
+    failure_reasons: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def failures(self) -> int:
+        return sum(self.failure_reasons.values())
+
+    @property
+    def creates_per_s(self) -> float | None:
+        """Sandboxes made ready per second over the whole level."""
+        if not self.ready_all_s or not self.cold_start_s:
+            return None
+        return len(self.cold_start_s) / self.ready_all_s
+
+    def to_dict(self) -> dict[str, Any]:
+        """A ``substrates[NAME].burst[]`` item of the report."""
+        cold = Stats.of(self.cold_start_s)
+        return {
+            "concurrency": self.concurrency,
+            "cold_start": cold.to_dict() if cold else None,
+            "ready_all_s": self.ready_all_s,
+            "creates_per_s": self.creates_per_s,
+            "failures": self.failures,
+            "failure_reasons": dict(self.failure_reasons.most_common()),
+        }
+
+
+def run_level(
+    substrate: Substrate, concurrency: int, *, timeout: float | None = None
+) -> BurstLevel:
+    """Start ``concurrency`` sandboxes at once, wait for all, then destroy them all."""
+    level = BurstLevel(concurrency)
+    started: list[Sandbox] = []
+    finished: list[float] = []
+    lock = threading.Lock()
+    go = threading.Event()
+    release: list[float] = []
+
+    def one() -> None:
+        go.wait()
+        record = Rollout(substrate=substrate.name)
+        try:
+            sandbox = substrate.start(record, timeout=timeout)
+        except Exception as exc:  # every failure is data, a 429 included
+            with lock:
+                level.failure_reasons[reason_of(exc)] += 1
+                finished.append(time.perf_counter())
+            return
+        with lock:
+            started.append(sandbox)
+            level.cold_start_s.append(record.cold_start_s or 0.0)
+            finished.append(time.perf_counter())
+
+    threads = [
+        threading.Thread(target=one, name=f"rollout-tax-burst-{substrate.name}", daemon=True)
+        for _ in range(concurrency)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        release.append(time.perf_counter())
+        go.set()
+        for thread in threads:
+            thread.join()
+        level.ready_all_s = max(finished) - release[0] if finished else None
+    finally:
+        go.set()  # interrupted before the release: let every thread finish
+        for thread in threads:
+            if thread.ident is not None:
+                thread.join()
+        destroy_all(started)
+    return level
+
+
+def destroy_all(sandboxes: Iterable[Sandbox]) -> None:
+    """Close every sandbox, several at a time; the session's reap is the backstop for errors."""
+    closers = [
+        threading.Thread(target=_close_quietly, args=(sandbox,), daemon=True)
+        for sandbox in sandboxes
+    ]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join()
+
+
+def _close_quietly(sandbox: Sandbox) -> None:
+    with contextlib.suppress(Exception):
+        sandbox.close()
+
+
+def run(
+    substrate: Substrate, levels: Iterable[int], *, timeout: float | None = None
+) -> list[BurstLevel]:
+    """Every level in turn."""
+    return [run_level(substrate, n, timeout=timeout) for n in levels]
+
+
+def knee(levels: list[dict[str, Any]]) -> int | None:
+    """The first concurrency whose cold-start p50 is more than 2x the lowest level's, or None."""
+    measured = sorted(
+        (level for level in levels if level.get("cold_start")), key=lambda lv: lv["concurrency"]
+    )
+    if len(measured) < 2:
+        return None
+    base = measured[0]["cold_start"]["p50"]
+    for level in measured[1:]:
+        if level["cold_start"]["p50"] > KNEE_FACTOR * base:
+            return level["concurrency"]
+    return None
+
+
+def nearest(levels: list[dict[str, Any]], concurrency: int) -> dict[str, Any] | None:
+    """The measured level nearest to ``concurrency`` (the higher one on a tie), or None."""
+    measured = [level for level in levels if level.get("cold_start")]
+    if not measured:
+        return None
+    return min(measured, key=lambda lv: (abs(lv["concurrency"] - concurrency), -lv["concurrency"]))

@@ -1,0 +1,207 @@
+"""Warm pools (``pool=K`` on any substrate): K sandboxes kept started in the background.
+
+A rollout claims a started sandbox and a refill starts at once. The claim is the rollout's
+cold start, phase ``claim``: from the request until the claimed sandbox's first no-op exec
+returns. The pooled sandboxes' own creations are recorded apart, as pool creations, and the
+time they sit started and unclaimed is the pool's idle cost. A pooled sandbox is never reused:
+each one serves one rollout and is destroyed after it (or at session end, unclaimed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.record import Rollout
+from ..core.sandbox import Sandbox
+from ..core.stats import Stats
+from ..errors import RolloutTaxError, SandboxStartError, reason_of
+
+if TYPE_CHECKING:
+    from ..core.substrate import Substrate
+
+#: The phase a claimed sandbox's cold start is recorded under.
+CLAIM_PHASE = "claim"
+
+
+@dataclass
+class PoolStats:
+    """What one or more pools of one substrate did (xdist: one pool per worker, merged)."""
+
+    size: int
+    #: Pools merged into this record (one per pytest process that used the substrate).
+    pools: int = 1
+    #: Claims that found a started sandbox waiting.
+    hits: int = 0
+    #: Claims that had to wait for a sandbox still starting.
+    misses: int = 0
+    #: Seconds pooled sandboxes sat started and unclaimed (until claimed or destroyed).
+    idle_sandbox_s: float = 0.0
+    #: The cold start of each pooled sandbox's own creation, in the background.
+    creation_s: list[float] = field(default_factory=list)
+    #: Pool creations that failed, by reason.
+    failure_reasons: Counter[str] = field(default_factory=Counter)
+
+    def to_record(self) -> dict[str, Any]:
+        """A plain form that travels from an xdist worker and merges with :meth:`merge`."""
+        return {**asdict(self), "failure_reasons": dict(self.failure_reasons)}
+
+    @classmethod
+    def merge(cls, records: list[dict[str, Any]]) -> PoolStats:
+        """One record of several pools' :meth:`to_record` forms."""
+        merged = cls(size=max(r["size"] for r in records), pools=0)
+        for record in records:
+            merged.pools += record["pools"]
+            merged.hits += record["hits"]
+            merged.misses += record["misses"]
+            merged.idle_sandbox_s += record["idle_sandbox_s"]
+            merged.creation_s += record["creation_s"]
+            merged.failure_reasons.update(record["failure_reasons"])
+        return merged
+
+    @property
+    def claims(self) -> int:
+        return self.hits + self.misses
+
+    @property
+    def idle_per_claim_s(self) -> float:
+        """The idle sandbox time each claimed rollout stands for (the projection's term)."""
+        return self.idle_sandbox_s / self.claims if self.claims else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's ``substrates[NAME].pool`` entry."""
+        creations = Stats.of(self.creation_s)
+        return {
+            "size": self.size,
+            "pools": self.pools,
+            "hits": self.hits,
+            "misses": self.misses,
+            "idle_sandbox_s": self.idle_sandbox_s,
+            "creations": creations.to_dict() if creations else None,
+            "creation_failures": sum(self.failure_reasons.values()),
+            "failure_reasons": dict(self.failure_reasons.most_common()),
+        }
+
+
+@dataclass
+class _Slot:
+    """A pool creation's outcome: a started sandbox (and when it became ready), or its error."""
+
+    sandbox: Sandbox | None = None
+    ready_at: float = 0.0
+    error: RolloutTaxError | None = None
+
+
+class WarmPool:
+    """K sandboxes of one substrate kept started by background threads; each claimed once."""
+
+    def __init__(self, substrate: Substrate, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a warm pool holds at least 1 sandbox, not {size}")
+        self.substrate = substrate
+        self.stats = PoolStats(size=size)
+        self._ready: queue.Queue[_Slot] = queue.Queue()
+        self._lock = threading.Lock()
+        self._creators: set[threading.Thread] = set()
+        self._filled = False
+        self._closed = False
+
+    def fill(self) -> None:
+        """Start the first K creations (once); claims refill from then on."""
+        with self._lock:
+            if self._filled or self._closed:
+                return
+            self._filled = True
+            for _ in range(self.stats.size):
+                self._refill()
+
+    def claim(self, rollout: Rollout, *, timeout: float | None = None) -> Sandbox:
+        """A fresh started sandbox for ``rollout``; its cold start is the claim (phase ``claim``).
+
+        Waits for a creation under way when none is ready (a miss). A pooled sandbox that
+        failed to start fails the claim with its reason.
+        """
+        requested = time.perf_counter()
+        self.fill()
+        with self._lock:
+            if self._closed:
+                raise SandboxStartError(f"{self.substrate.name}: the warm pool is closed")
+            hit = not self._ready.empty()
+            self.stats.hits += hit
+            self.stats.misses += not hit
+            self._refill()
+        slot = self._ready.get()
+        if slot.sandbox is None:
+            raise SandboxStartError(f"pooled sandbox failed to start: {slot.error}")
+        with self._lock:
+            self.stats.idle_sandbox_s += max(0.0, time.perf_counter() - slot.ready_at)
+        pooled = slot.sandbox
+        self.substrate.stamp(rollout)
+        rollout.sandbox_id = pooled.id
+        sandbox = Sandbox(
+            substrate=self.substrate,
+            handle=pooled.handle,
+            transport=pooled.transport,
+            rollout=rollout,
+            timeout=timeout,
+            started=requested,
+        )
+        try:
+            sandbox.first_exec()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the claim's error is the one to report
+                sandbox.close()
+            raise
+        rollout.cold_start_s = time.perf_counter() - requested
+        rollout.phases[CLAIM_PHASE] = rollout.cold_start_s
+        return sandbox
+
+    def close(self) -> None:
+        """Stop refilling, wait for creations under way, destroy every unclaimed sandbox."""
+        with self._lock:
+            self._closed = True
+            creators = list(self._creators)
+        for creator in creators:
+            creator.join()
+        while True:
+            try:
+                slot = self._ready.get_nowait()
+            except queue.Empty:
+                break
+            if slot.sandbox is not None:
+                self.stats.idle_sandbox_s += max(0.0, time.perf_counter() - slot.ready_at)
+                with contextlib.suppress(Exception):  # reap_session is the backstop
+                    slot.sandbox.close()
+
+    # -- the background --------------------------------------------------------------------
+
+    def _refill(self) -> None:
+        """Start one creation in the background (the caller holds the lock)."""
+        creator = threading.Thread(
+            target=self._create, name=f"rollout-tax-pool-{self.substrate.name}", daemon=True
+        )
+        self._creators.add(creator)
+        creator.start()
+
+    def _create(self) -> None:
+        record = Rollout(substrate=self.substrate.name)
+        try:
+            sandbox = self.substrate.start(record)
+        except RolloutTaxError as exc:
+            slot = _Slot(error=exc)
+        except Exception as exc:  # a backend bug: still one readable reason, never a hang
+            slot = _Slot(error=SandboxStartError(f"{type(exc).__name__}: {exc}"))
+        else:
+            slot = _Slot(sandbox=sandbox, ready_at=time.perf_counter())
+        with self._lock:
+            self._creators.discard(threading.current_thread())
+            if slot.sandbox is not None:
+                self.stats.creation_s.append(record.cold_start_s or 0.0)
+            else:
+                self.stats.failure_reasons[reason_of(slot.error)] += 1
+            self._ready.put(slot)

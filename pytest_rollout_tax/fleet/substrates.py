@@ -1,0 +1,99 @@
+"""What one run gathers: its substrates (created on first use), and the rollout records."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from ..core.record import Rollout
+from ..core.sandbox import Sandbox
+from ..core.substrate import Substrate
+from ..errors import RolloutTaxError, SubstrateUnavailable
+from ..substrates.registry import Registry
+from ..substrates.selection import SubstrateSpec
+from .pool import PoolStats, WarmPool
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SubstratePool:
+    """One Substrate per name per process, created lazily; a failure to create is remembered."""
+
+    specs: dict[str, SubstrateSpec]
+    registry: Registry
+    session_id: str
+    _substrates: dict[str, Substrate] = field(default_factory=dict)
+    _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
+    _warm: dict[str, WarmPool] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Check every spec's options now, so a bad value is a usage error, not N failures.
+
+        A substrate whose SDK is not installed is left for its rollouts to report.
+        """
+        for spec in self.specs.values():
+            try:
+                substrate_class = self.registry.load(spec.kind)
+            except SubstrateUnavailable:
+                continue
+            substrate_class.parse(spec.options, owner=spec.name)
+
+    def get(self, name: str) -> Substrate:
+        """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""
+        if name in self._errors:
+            raise self._errors[name]
+        if name not in self._substrates:
+            spec = self.specs[name]
+            try:
+                self._substrates[name] = self.registry.create(
+                    spec.name, spec.kind, session_id=self.session_id, **spec.options
+                )
+            except RolloutTaxError as exc:
+                self._errors[name] = exc
+                raise
+        return self._substrates[name]
+
+    def start(self, name: str, rollout: Rollout, *, timeout: float | None = None) -> Sandbox:
+        """A fresh sandbox of ``name`` for ``rollout``: claimed from its warm pool if it has
+        one (``pool=K``), else cold-started."""
+        substrate = self.get(name)
+        warm = self.warm_pool(name)
+        if warm is None:
+            return substrate.start(rollout, timeout=timeout)
+        return warm.claim(rollout, timeout=timeout)
+
+    def warm_pool(self, name: str) -> WarmPool | None:
+        """The warm pool of ``name`` (made, and filling, from its first claim on), or None
+        without ``pool=K``. Each process has its own: under xdist, one pool per worker."""
+        substrate = self.get(name)
+        if substrate.options.pool < 1:
+            return None
+        if name not in self._warm:
+            self._warm[name] = WarmPool(substrate, substrate.options.pool)
+        return self._warm[name]
+
+    def close_pools(self) -> dict[str, PoolStats]:
+        """Destroy every unclaimed pooled sandbox; what each pool did, by substrate name."""
+        stats = {}
+        for name, warm in self._warm.items():
+            warm.close()
+            stats[name] = warm.stats
+        self._warm.clear()
+        return stats
+
+    def reap_session(self, names: list[str] | None = None) -> int:
+        """Remove whatever this session left behind on ``names`` (default: those in use)."""
+        removed = 0
+        for name in names if names is not None else list(self._substrates):
+            try:
+                removed += self.get(name).reap(self.session_id)
+            except RolloutTaxError as exc:
+                log.warning("rollout-tax: could not reap %s: %s", name, exc)
+        return removed
+
+    def close(self) -> None:
+        self.close_pools()
+        for substrate in self._substrates.values():
+            substrate.close()
+        self._substrates.clear()

@@ -1,0 +1,315 @@
+"""Saved runs: ``--rollout-save``/``--rollout-autosave`` files, finding them, loading them.
+
+A saved run is a whole ``rollout-tax/2`` report, with its raw ``rollouts[]`` samples, in
+``STORAGE/NAME.json`` (``rollout-tax/1`` runs are read too). Autosaves are
+``STORAGE/NNNN_<label>.json``, numbered from 0001, where the label is the commit
+(``<sha12>``, ``<sha12>-dirty``) or, outside git, a UTC timestamp.
+"Newest" means the most recently written file (modification time, then name).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.stats import STAT_NAMES
+from ..errors import RolloutTaxError
+from ..report.build import READABLE_SCHEMAS, SCHEMA
+from ..report.terminal import NotRegularFileError, report_target, write_json
+
+DEFAULT_STORAGE = ".rollout-tax"
+#: The STATS entries of a ``substrates[NAME]`` report entry, each backed by raw samples.
+SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+AUTOSAVE_PATTERN = re.compile(r"(\d{4,})_.+")
+
+
+class SavedRunError(RolloutTaxError):
+    """A saved run that cannot be used: unreadable, not JSON, wrong schema, bad name."""
+
+
+class NoSavedRun(LookupError):
+    """The requested baseline does not exist (yet): a warning, never a failure."""
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A report loaded from ``path`` and checked against the schema."""
+
+    path: Path
+    report: dict[str, Any]
+
+    @property
+    def label(self) -> str:
+        """How to name this run to a user: its file name and, when known, its commit."""
+        commit = self.report.get("commit") or {}
+        sha = commit.get("sha") if isinstance(commit, dict) else None
+        extra = [str(self.report.get("created", "?"))]
+        if isinstance(sha, str) and sha:
+            extra.append(sha[:12] + ("-dirty" if commit.get("dirty") else ""))
+        return f"{self.path.name} ({', '.join(extra)})"
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The directory of saved runs (``--rollout-storage``, default ``.rollout-tax/``)."""
+
+    root: Path
+
+    @classmethod
+    def at(cls, directory: str | os.PathLike[str] | None) -> Storage:
+        return cls(Path(directory or DEFAULT_STORAGE))
+
+    def __str__(self) -> str:
+        return f"{self.root}{os.sep}"
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def check_writable(self, name: str | None = None) -> None:
+        """Fail fast (before any rollout runs) when runs cannot be saved here (as ``name``)."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SavedRunError(
+                f"storage directory {self}: cannot create: {_reason(exc)}"
+            ) from None
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise SavedRunError(f"storage directory {self}: not writable")
+        if name is not None:
+            path = self.root / f"{check_name(name)}.json"
+            try:
+                report_target(path)
+            except NotRegularFileError as exc:
+                raise SavedRunError(f"cannot save {name!r} as {path}: {exc.strerror}") from None
+
+    def save(self, name: str, report: dict) -> Path:
+        """Write ``report`` to ``STORAGE/NAME.json`` atomically (replacing an older one).
+
+        A symbolic link there is followed: its target is replaced, the link stays.
+        """
+        return write_json(self.root / f"{check_name(name)}.json", report)
+
+    def autosave(self, report: dict) -> Path:
+        """Write ``report`` to the next free ``STORAGE/NNNN_<label>.json``; never overwrites.
+
+        The file is written under a hidden temporary name and then hard-linked to its final
+        name, so two sessions saving at once cannot take the same number.
+        """
+        label = autosave_label(report.get("commit"))
+        temporary = write_json(self.root / f".autosave-{uuid.uuid4().hex}.json", report)
+        try:
+            for _ in range(1000):
+                target = self.root / f"{self.next_number():04d}_{label}.json"
+                try:
+                    os.link(temporary, target)
+                except FileExistsError:
+                    continue
+                except OSError:  # no hard links on this file system: plain atomic rename
+                    os.replace(temporary, target)
+                return target
+            raise SavedRunError(f"{self}: could not find a free autosave number")
+        finally:
+            temporary.unlink(missing_ok=True)
+
+    def next_number(self) -> int:
+        numbers = [
+            int(m.group(1)) for p in self.paths() if (m := AUTOSAVE_PATTERN.fullmatch(p.stem))
+        ]
+        return max(numbers, default=0) + 1
+
+    # -- finding ---------------------------------------------------------------------------
+
+    def paths(self) -> list[Path]:
+        """Every saved run's file, oldest first (by modification time, then name)."""
+        if not self.root.is_dir():
+            return []
+        found = [p for p in self.root.glob("*.json") if not p.name.startswith(".") and p.is_file()]
+        return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))
+
+    def resolve(self, ref: str | None) -> Path:
+        """The file ``ref`` names; raises NoSavedRun when there is none (yet).
+
+        ``None`` or ``""``: the newest saved run. A value with a path separator, or an existing
+        file ending in ``.json``: that file. Otherwise a name in the storage (``main`` ->
+        ``main.json``), an autosave number (``0003`` -> ``0003_*.json``), or else a file of
+        that name in the current directory.
+        """
+        if not ref:
+            paths = self.paths()
+            if not paths:
+                raise NoSavedRun(f"no saved run in {self}")
+            return paths[-1]
+        if "/" in ref or os.sep in ref or (os.altsep and os.altsep in ref):
+            path = Path(ref)
+            if not path.exists():
+                raise NoSavedRun(f"no baseline file {ref}")
+            return path
+        if ref.endswith(".json") and Path(ref).is_file():
+            return Path(ref)
+        stem = ref.removesuffix(".json")
+        candidate = self.root / f"{stem}.json"
+        if candidate.exists():
+            return candidate
+        numbered = [p for p in self.paths() if p.stem.startswith(f"{stem}_") and stem.isdigit()]
+        if len(numbered) > 1:
+            names = ", ".join(p.name for p in numbered)
+            raise SavedRunError(f"{ref!r} is ambiguous in {self}: {names}")
+        if numbered:
+            return numbered[0]
+        if Path(ref).is_file():
+            return Path(ref)
+        raise NoSavedRun(f"no baseline {ref!r} in {self}")
+
+    def load(self, ref: str | None) -> SavedRun:
+        """Resolve ``ref`` and load it; NoSavedRun if missing, SavedRunError if unusable."""
+        return load(self.resolve(ref))
+
+
+def check_name(name: str, option: str = "name") -> str:
+    """A saved run's name without ``.json``: a file name, never a path. An error names
+    ``option`` (where the name came from)."""
+    stem = name.strip().removesuffix(".json")
+    if not NAME_PATTERN.fullmatch(stem):
+        raise SavedRunError(
+            f"{option}={name!r}: expected a plain name of letters, digits, '.', '_', '+' "
+            "or '-' (not a path: runs are saved in the storage directory)"
+        )
+    return stem
+
+
+def autosave_label(commit: Any) -> str:
+    """``<sha12>`` or ``<sha12>-dirty`` in a git checkout, else a UTC timestamp."""
+    if isinstance(commit, dict) and isinstance(commit.get("sha"), str) and commit["sha"]:
+        sha = re.sub(r"[^0-9A-Za-z]", "", commit["sha"])[:12]
+        if sha:
+            return sha + ("-dirty" if commit.get("dirty") else "")
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+# -- loading and validation ----------------------------------------------------------------
+
+
+def load(path: str | os.PathLike[str]) -> SavedRun:
+    """Read and validate a saved run; every problem is one SavedRunError naming the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise SavedRunError(f"{path}: not a JSON file (not UTF-8 text)") from None
+    except OSError as exc:
+        raise SavedRunError(f"{path}: cannot read: {_reason(exc)}") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise SavedRunError(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SavedRunError(f"{path}: not valid JSON: nested too deeply") from None
+    try:
+        validate(data)
+    except ValueError as exc:
+        raise SavedRunError(f"{path}: {exc}") from None
+    return SavedRun(path, data)
+
+
+def validate(report: Any) -> None:
+    """Check the parts of a report (schema ``/2`` or ``/1``) that comparing and projecting read."""
+    if not isinstance(report, dict):
+        raise ValueError(f"not a rollout-tax report (a JSON {type(report).__name__})")
+    if "schema" not in report:
+        raise ValueError(f"not a rollout-tax report (no 'schema' field; expected {SCHEMA!r})")
+    if report["schema"] not in READABLE_SCHEMAS:
+        readable = " or ".join(READABLE_SCHEMAS)
+        raise ValueError(f"unsupported schema {report['schema']!r} (expected {readable})")
+    projection = _field(report, "projection", dict, "")
+    for key, kind in (("rollouts", int), ("steps", int), ("think_time_s", (int, float))):
+        _number(_field(projection, key, kind, "projection."), f"projection.{key}")
+    substrates = _field(report, "substrates", dict, "")
+    for name, entry in substrates.items():
+        where = f"substrates.{name}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected an object")
+        for metric in SAMPLE_METRICS:
+            stats = entry.get(metric)
+            if stats is None:
+                continue
+            if not isinstance(stats, dict):
+                raise ValueError(f"{where}.{metric}: expected a STATS object or null")
+            for stat in ("n", *STAT_NAMES):
+                value = _field(stats, stat, (int, float), f"{where}.{metric}.")
+                _number(value, f"{where}.{metric}.{stat}")
+        for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
+            if entry.get(key) is not None:
+                _number(entry[key], f"{where}.{key}")
+    rollouts = report.get("rollouts", [])
+    if not isinstance(rollouts, list):
+        raise ValueError("rollouts: expected a list")
+    for index, rollout in enumerate(rollouts):
+        _validate_rollout(rollout, f"rollouts[{index}]")
+
+
+def _validate_rollout(rollout: Any, where: str) -> None:
+    if not isinstance(rollout, dict):
+        raise ValueError(f"{where}: expected an object")
+    if not isinstance(rollout.get("substrate"), str):
+        raise ValueError(f"{where}.substrate: expected a name")
+    for key in ("cold_start_s", "teardown_s", "trajectory_s"):
+        if rollout.get(key) is not None:
+            _number(rollout[key], f"{where}.{key}")
+    probes = rollout.get("action_probes_s", [])
+    if not isinstance(probes, list):
+        raise ValueError(f"{where}.action_probes_s: expected a list")
+    for value in probes:
+        _number(value, f"{where}.action_probes_s")
+    steps = rollout.get("steps") or []
+    if isinstance(steps, dict):  # columns: wall_us (rollout-tax/2) or wall_s (/1)
+        column = "wall_us" if "wall_us" in steps else "wall_s"
+        walls = steps.get(column, [])
+        if not isinstance(walls, list):
+            raise ValueError(f"{where}.steps.{column}: expected a list")
+        for value in walls:
+            _number(value, f"{where}.steps.{column}")
+        return
+    if not isinstance(steps, list):
+        raise ValueError(f"{where}.steps: expected columns or a list")
+    for index, step in enumerate(steps):  # a list of objects (before columns)
+        if not isinstance(step, dict):
+            raise ValueError(f"{where}.steps[{index}]: expected an object")
+        _number(step.get("wall_s"), f"{where}.steps[{index}].wall_s")
+
+
+def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
+    if key not in data:
+        raise ValueError(f"not a rollout-tax report (no '{prefix}{key}')")
+    value = data[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        expected = {dict: "an object", int: "an integer"}.get(kind, "a number")
+        raise ValueError(f"{prefix}{key}: expected {expected}, got {_short(value)}")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: expected a number, got {_short(value)}")
+    if value < 0:
+        raise ValueError(f"{where}: negative value {value!r}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)

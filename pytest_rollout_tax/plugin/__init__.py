@@ -1,0 +1,8 @@
+"""The pytest front end: hooks, fixtures, options, the marker, replay collection.
+
+``pytest_rollout_tax.plugin`` is the entry point pytest loads: it registers the module-level
+hooks of hooks.py, which install the session's plugin object."""
+
+from .hooks import pytest_addoption, pytest_cmdline_main, pytest_configure
+
+__all__ = ["pytest_addoption", "pytest_cmdline_main", "pytest_configure"]

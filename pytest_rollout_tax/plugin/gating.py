@@ -1,0 +1,129 @@
+"""The gate of one pytest session: its ``--rollout-save``, ``--rollout-autosave``,
+``--rollout-compare`` and ``--rollout-compare-fail`` options, checked at configure time, and
+what they do once the run is summarized (compare.py judges, storage.py saves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError, RolloutTaxError
+from ..gate.compare import Check, Verdict, compare_reports, run_label
+from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Save, compare and gate one pytest session (options checked and baseline loaded early)."""
+
+    storage: Storage = field(default_factory=lambda: Storage.at(None))
+    save: str | None = None
+    autosave: bool = False
+    compare: str | None = None  #: None: no comparison; "": the newest saved run
+    checks: tuple[Check, ...] = ()
+    baseline: SavedRun | None = None
+    missing: str | None = None  #: the warning when the baseline does not exist (yet)
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        storage: str | None,
+        save: str | None,
+        autosave: bool,
+        compare: str | None,
+        fail: Sequence[str] | None,
+        load_baseline: bool = True,
+    ) -> Gate:
+        """Parse and check every option and load the baseline now, before any rollout runs.
+
+        Raises ConfigError / SavedRunError (RolloutTaxError) for bad input. A missing baseline
+        is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
+        skips the file work the controller does.
+        """
+        checks = tuple(Check.parse(text, "--rollout-compare-fail") for text in fail or [])
+        store = Storage.at(storage)
+        if save is not None:
+            save = check_name(save, "--rollout-save")
+        if compare is not None:
+            compare = check_compare(compare)
+        if not load_baseline:
+            return cls(store, save, autosave, compare, checks)
+        if save is not None or autosave:
+            store.check_writable(save)
+        baseline, missing = None, None
+        if compare is not None:
+            try:
+                baseline = store.load(compare)
+            except NoSavedRun as exc:
+                missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
+        return cls(store, save, autosave, compare, checks, baseline, missing)
+
+    def finish(self, report: dict, *, save: bool = True) -> Verdict:
+        """Compare ``report`` with the baseline and save it; called once, on the controller.
+
+        ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
+        never becomes a baseline.
+        """
+        if self.compare is None:
+            inert = "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
+            verdict = Verdict([inert] if self.checks else [])
+        elif self.baseline is None:
+            verdict = Verdict([self.missing or "rollout-tax: no baseline: nothing to compare"])
+        else:
+            verdict = compare_reports(
+                self.baseline.report,
+                report,
+                self.checks,
+                baseline_label=self.baseline.label,
+                current_label=run_label(report),
+            )
+        paths: list[Path] = []
+        if save:
+            saved = self._save(report, paths)
+        elif self.save is not None or self.autosave:
+            saved = ["rollout-tax: the session was interrupted: this run is not saved"]
+        else:
+            saved = []
+        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths))
+
+    def _save(self, report: dict, paths: list[Path]) -> list[str]:
+        """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
+        try:
+            if self.save is not None:
+                paths.append(self.storage.save(self.save, report))
+            if self.autosave:
+                paths.append(self.storage.autosave(report))
+        except (OSError, ValueError, RolloutTaxError) as exc:
+            return [
+                *(f"run saved to {path}" for path in paths),
+                f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
+            ]
+        return [f"run saved to {path}" for path in paths]
+
+
+def check_compare(ref: str) -> str:
+    """A ``--rollout-compare`` value, refused when it is a test path rather than a saved run.
+
+    The option's value is optional, so ``pytest --rollout-compare tests`` takes the test
+    directory ``tests`` for the baseline's name: the whole rootdir would run, with the gate off
+    behind a "no baseline" warning. A directory, a ``.py`` file or a node id (``::``) is never a
+    saved run, so it is an error instead.
+    """
+    hint = ""
+    if "::" in ref:
+        what = "a test id"
+    elif ref.endswith(".py"):
+        what = "a Python file"
+    elif ref and Path(ref).is_dir():
+        what = "a directory"
+        if NAME_PATTERN.fullmatch(ref):
+            hint = f" (a saved run of that name: --rollout-compare={ref}.json)"
+    else:
+        return ref
+    raise ConfigError(
+        f"--rollout-compare={ref!r} is {what}, not a saved run: write --rollout-compare=NAME "
+        f"(with '='), or put the option after the test paths{hint}"
+    )

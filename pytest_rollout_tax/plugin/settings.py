@@ -1,0 +1,250 @@
+"""The plugin's options (each with an ini twin) and ``Settings``, their values parsed and
+checked when pytest configures: a bad value is a usage error before any test runs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..errors import ConfigError, RolloutTaxError
+from ..fleet import burst
+from ..gate import history
+from ..replay import MODES, Mode
+from ..report import plots
+from ..report.aggregate import STEP_CHOICES
+from ..report.projection import Scale
+from ..report.terminal import check_report_path
+from ..substrates.registry import Registry
+from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
+from .gating import Gate
+
+#: ``--rollout-order`` choices.
+ORDERS = ("grouped", "interleave")
+
+# -- options ---------------------------------------------------------------------------------
+
+OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
+    # flag, addoption kwargs, help, ini type, ini default
+    ("--substrate", {"action": "append", "metavar": "NAME[,NAME...]"},
+     "substrates to run each workload on (repeatable); default: local", "args", ["local"]),
+    ("--substrate-opt", {"action": "append", "metavar": "NAME.KEY=VALUE"},
+     "an option for one substrate, e.g. docker.image=IMG or k8s.namespace=rl (repeatable)",
+     "linelist", []),
+    ("--rollout-rounds", {"metavar": "N"},
+     "fresh rollouts of every workload per substrate, overriding the markers' rounds "
+     "(the ini value is only the default for markers that set none; default 1)",
+     "string", "1"),
+    ("--rollout-probes", {"metavar": "N"},
+     "no-op execs timed per sandbox to measure the per-action tax (default 5)", "string", "5"),
+    ("--rollout-project", {"metavar": "NxS"},
+     "project worker-hours for N rollouts of S steps (default 1000000x150; "
+     "N alone: S from each marker's steps)", "string", "1000000x150"),
+    ("--rollout-think-time", {"metavar": "SECONDS"},
+     "agent think time per step added to projected worker-hours (default: the replayed "
+     "trajectories' recorded think time, else 0)", "string", None),
+    ("--rollout-replay", {"action": "append", "metavar": "PATH"},
+     "replay the recorded agent trajectories in PATH, a file or a directory (repeatable); "
+     "*.traj and *.traj.json files are replayed wherever pytest collects", "paths", []),
+    ("--rollout-replay-mode", {"metavar": "shape|exact"},
+     "shape: each recorded action is one step with its recorded output size and exit code "
+     "(runs anywhere); exact: the recorded commands as they were, in your image "
+     "(default shape)", "string", "shape"),
+    ("--rollout-burst", {"metavar": "N[,N...]"},
+     "before the tests, start N sandboxes at once on each selected substrate, up to their "
+     "first no-op exec, then tear them down; each level in turn, e.g. 1,4,16 (default: none)",
+     "string", ""),
+    ("--rollout-fleet", {"metavar": "W"},
+     "also project wall-clock hours and worker-hours on W concurrent workers, using the burst "
+     "level nearest to W when one was measured (default: none)", "string", ""),
+    ("--rollout-json", {"metavar": "PATH"},
+     "write the full report (schema rollout-tax/2) to PATH", "string", None),
+    ("--rollout-json-steps", {"metavar": "all|none"},
+     "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
+     "or none (a smaller file; saved runs still keep step times for the gate); default all",
+     "string", "all"),
+    ("--rollout-html", {"metavar": "PATH"},
+     "write the report as one self-contained HTML page with plots to PATH "
+     "(needs the [html] extra: matplotlib)", "string", None),
+    ("--rollout-save", {"metavar": "NAME"},
+     "save this run as STORAGE/NAME.json for later comparison", "string", None),
+    ("--rollout-autosave", {"action": "store_true", "default": None},
+     "save this run as STORAGE/NNNN_<commit-or-time>.json", "bool", False),
+    ("--rollout-storage", {"metavar": "DIR"},
+     "where saved runs live (default .rollout-tax/)", "string", ".rollout-tax"),
+    ("--rollout-compare", {"nargs": "?", "const": "", "metavar": "NAME|PATH"},
+     "compare with a saved run (default: the newest one)", "string", None),
+    ("--rollout-compare-fail", {"action": "append", "metavar": "METRIC.STAT:THRESHOLD"},
+     "fail the run when a metric regressed past a threshold, e.g. cold_start.p95:15%% "
+     "or action.p50:5ms (repeatable)", "linelist", []),
+    ("--rollout-history-fail", {"action": "store_true", "default": None},
+     "fail the run when the run just saved starts a new change point (a slowdown) in the "
+     "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
+     "bool", False),
+    ("--rollout-order", {"metavar": "grouped|interleave"},
+     "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
+     "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
+     "default grouped", "string", "grouped"),
+]  # fmt: skip
+
+
+def ini_name(flag: str) -> str:
+    return {"--substrate": "rollout_substrates", "--substrate-opt": "rollout_substrate_opts"}.get(
+        flag, flag.lstrip("-").replace("-", "_")
+    )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every option in the plugin's one group, each with its ini twin."""
+    group = parser.getgroup("rollout-tax", "rollout tax (latency of execution substrates)")
+    for flag, kwargs, help_text, ini_type, ini_default in OPTIONS:
+        group.addoption(flag, dest=ini_name(flag), help=f"{help_text} [ini: {ini_name(flag)}]",
+                        **kwargs)  # fmt: skip
+        parser.addini(ini_name(flag), help_text, type=ini_type, default=ini_default)
+    group.addoption(
+        "--rollout-reap",
+        action="store_true",
+        help="remove sandboxes left by earlier sessions on the selected substrates, then exit",
+    )
+
+
+def option(config: pytest.Config, flag: str) -> Any:
+    """The command-line value of an option, else its ini twin."""
+    name = ini_name(flag)
+    value = config.getoption(name)
+    return config.getini(name) if value is None or value == [] else value
+
+
+def number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
+    value = option(config, flag)
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        raise pytest.UsageError(f"{flag}={value!r}: expected a number") from None
+    if not math.isfinite(number):
+        raise pytest.UsageError(f"{flag}={value!r}: expected a finite number")
+    if number < minimum:
+        raise pytest.UsageError(f"{flag}={value!r}: must be at least {minimum}")
+    return number
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every rollout-tax option, parsed and checked."""
+
+    specs: dict[str, SubstrateSpec]
+    #: Rounds for markers without ``rounds``; they override the markers when given on the CLI.
+    rounds: int
+    rounds_from_cli: bool
+    probes: int
+    scale: Scale
+    json_path: str | None
+    #: ``--rollout-burst`` levels (empty: no burst).
+    bursts: list[int]
+    #: ``--rollout-fleet`` workers, or None.
+    fleet: int | None
+    #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
+    json_steps: str
+    html_path: str | None
+    gate: Gate
+    #: Every substrate name a marker may use, and which of them are aliases.
+    catalog: Catalog
+    #: Trajectory files and directories to replay (``--rollout-replay``), and how.
+    replay_paths: tuple[Path, ...] = ()
+    replay_mode: Mode = "shape"
+    #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
+    history_fail: bool = False
+    #: ``grouped`` or ``interleave``.
+    order: str = "grouped"
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
+        try:
+            selected = split_names(option(config, "--substrate"), "--substrate")
+            tables = pyproject_tables(config.rootpath / "pyproject.toml")
+            aliases = registry.aliases()
+            opts = option(config, "--substrate-opt")
+            specs = resolve(selected, opts, tables, registry.names(), aliases)
+            json_path = option(config, "--rollout-json")
+            if json_path:
+                check_report_path(json_path, f"--rollout-json={json_path}")
+            json_steps = str(option(config, "--rollout-json-steps"))
+            if json_steps not in STEP_CHOICES:
+                raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
+            bursts = _burst_levels(str(option(config, "--rollout-burst") or ""))
+            fleet = (
+                number(config, "--rollout-fleet", int, 1)
+                if str(option(config, "--rollout-fleet") or "").strip()
+                else None
+            )
+            html_path = option(config, "--rollout-html")
+            if html_path:
+                where = f"--rollout-html={html_path}"
+                check_report_path(html_path, where)
+                try:
+                    plots.require()
+                except plots.PlotsUnavailable as exc:
+                    raise ValueError(f"{where}: {exc}") from None
+            think = None
+            if option(config, "--rollout-think-time") is not None:
+                think = number(config, "--rollout-think-time", float, 0)
+            scale = Scale.parse(
+                str(option(config, "--rollout-project")), think, "--rollout-project"
+            )
+            replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
+            for path in replay_paths:
+                if not path.exists():
+                    raise ValueError(f"--rollout-replay={path}: no such file or directory")
+            replay_mode = str(option(config, "--rollout-replay-mode"))
+            if replay_mode not in MODES:
+                raise ValueError(
+                    f"--rollout-replay-mode={replay_mode!r}: expected {' or '.join(MODES)}"
+                )
+            gate = Gate.from_options(
+                storage=option(config, "--rollout-storage"),
+                save=option(config, "--rollout-save"),
+                autosave=bool(option(config, "--rollout-autosave")),
+                compare=option(config, "--rollout-compare"),
+                fail=option(config, "--rollout-compare-fail"),
+                load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
+            )
+            order = str(option(config, "--rollout-order"))
+            if order not in ORDERS:
+                raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            history_fail = bool(option(config, "--rollout-history-fail"))
+            if history_fail:
+                history.require()
+        except history.HistoryUnavailable as exc:
+            raise pytest.UsageError(f"--rollout-history-fail: {exc}") from None
+        except (RolloutTaxError, ValueError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+        return cls(
+            specs={spec.name: spec for spec in specs},
+            rounds=number(config, "--rollout-rounds", int, 1),
+            rounds_from_cli=config.getoption("rollout_rounds") is not None,
+            probes=number(config, "--rollout-probes", int, 0),
+            scale=scale,
+            json_path=json_path,
+            bursts=bursts,
+            fleet=fleet,
+            json_steps=json_steps,
+            html_path=html_path,
+            gate=gate,
+            catalog=Catalog.of(tables, aliases),
+            replay_paths=replay_paths,
+            replay_mode=replay_mode,
+            history_fail=history_fail,
+            order=order,
+        )
+
+
+def _burst_levels(text: str) -> list[int]:
+    if not text.strip():
+        return []
+    try:
+        return burst.parse_levels(text)
+    except ConfigError as exc:
+        raise ConfigError(f"--rollout-burst={exc}") from None

@@ -1,0 +1,76 @@
+"""The lifecycle every backend shares: options, transports, the timed cold start."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_rollout_tax import ConfigError, SandboxError, SandboxStartError, get_substrate
+
+
+@pytest.mark.parametrize(
+    ("kind", "transport", "offers"),
+    [("local", "ssh", "exec and session"), ("local", "", "exec and session")],
+)
+def test_a_transport_the_substrate_does_not_offer_is_a_config_error(kind, transport, offers):
+    with pytest.raises(
+        ConfigError, match=rf"^{kind}\.transport='{transport}': .* offers {offers}$"
+    ):
+        get_substrate(kind, transport=transport)
+
+
+def test_the_session_is_a_phase_of_the_cold_start_and_the_record_names_the_transport():
+    with get_substrate("local", transport="session").start() as sandbox:
+        rollout = sandbox.rollout
+        assert list(rollout.phases) == ["create", "session", "first_exec"]
+        assert rollout.cold_start_s == pytest.approx(sum(rollout.phases.values()))
+        assert (rollout.kind, rollout.transport) == ("local", "session")
+        assert sandbox.transport.name == "session"
+
+
+def test_a_session_whose_shell_dies_fails_the_step_in_one_line_and_closes():
+    with get_substrate("local", transport="session").start() as sandbox:
+        with pytest.raises(SandboxError, match=r"^local: session lost: the shell ended$"):
+            sandbox.exec("kill -9 $PPID")  # no timeout: its parent is the session's shell
+        with pytest.raises(SandboxError, match=r"^local: the session is closed$"):
+            sandbox.exec("true")
+
+
+def test_a_failed_first_no_op_is_a_start_error_and_removes_what_was_made(tmp_path):
+    substrate = get_substrate("local", root=str(tmp_path), env={"PATH": "/nonexistent"})
+    with pytest.raises(SandboxStartError, match=r"^local: the first no-op exec exited 127: "):
+        substrate.start()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "loopback"),
+    [
+        ("http://127.0.0.1:8080", True),
+        ("http://127.5.0.1", True),
+        ("http://[::1]:9000/api", True),
+        ("http://localhost:3000", True),
+        ("https://api.e2b.app", False),
+        ("https://10.0.0.5:6443", False),
+        ("unix:///var/run/docker.sock", False),
+        ("not a url", False),
+    ],
+)
+def test_a_loopback_endpoint_is_this_machine(endpoint, loopback, monkeypatch):
+    import socket
+
+    def resolve(host, *args, **kwargs):  # no network: only localhost resolves
+        if host == "localhost":
+            return [(socket.AF_INET, 0, 0, "", ("127.0.0.1", 0))]
+        raise OSError("no network here")
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    from pytest_rollout_tax.core.substrate import is_loopback
+
+    assert is_loopback(endpoint) is loopback
+
+
+def test_endpoints_lose_their_credentials():
+    from pytest_rollout_tax.core.substrate import without_userinfo
+
+    assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
+    assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"

@@ -1,0 +1,144 @@
+"""Change points over saved runs: a planted step is found at its run, a flat history has none,
+the newest run can start one, a lone outlier is not one; the ``history`` command."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ruptures")
+
+from pytest_rollout_tax.cli import main
+from pytest_rollout_tax.core.record import Rollout, Step
+from pytest_rollout_tax.gate import history
+from pytest_rollout_tax.report.build import build_report
+from pytest_rollout_tax.report.projection import Scale
+
+
+def noisy(n: int, seed: int, level: float = 1.0, noise: float = 0.03) -> list[float]:
+    rng = random.Random(seed)
+    return [level * rng.gauss(1, noise) for _ in range(n)]
+
+
+@pytest.mark.parametrize(("n", "at"), [(20, 12), (10, 3), (30, 25)])
+def test_a_planted_step_is_found_at_its_run(n, at):
+    values = [v * (1.25 if i >= at else 1.0) for i, v in enumerate(noisy(n, seed=at))]
+    (shift,) = history.shifts(values)
+    assert shift.index == at
+    assert shift.after / shift.before == pytest.approx(1.25, abs=0.06)
+    assert shift.p < history.MAX_P
+
+
+def test_no_change_point_in_histories_without_one():
+    for seed in range(40):
+        assert history.shifts(noisy(25, seed)) == [], seed
+
+
+def test_a_constant_or_short_history_has_none():
+    assert history.shifts([1.0] * 10) == []
+    assert history.shifts([1.0, 5.0]) == []
+
+
+def test_the_newest_run_can_start_a_change_point():
+    values = [*noisy(12, seed=1), 1.5]
+    (shift,) = history.shifts(values)
+    assert shift.index == 12 and shift.after == 1.5
+
+
+def test_a_lone_outlier_in_the_middle_is_not_a_change_point():
+    values = noisy(20, seed=2)
+    values[9] = 1.6
+    assert history.shifts(values) == []
+
+
+def test_two_steps_are_both_found():
+    values = [v * (1.3 if 8 <= i < 16 else 1.0) for i, v in enumerate(noisy(24, seed=3))]
+    assert [s.index for s in history.shifts(values)] == [8, 16]
+
+
+# -- saved runs and the command -----------------------------------------------------------------
+
+
+def saved_report(cold: float, seed: int) -> dict:
+    rng = random.Random(seed)
+    rollouts = [
+        Rollout(
+            test=f"t.py::test_x[docker-{i}]",
+            substrate="docker",
+            round=i,
+            outcome="passed",
+            cold_start_s=cold * rng.gauss(1, 0.02),
+            teardown_s=0.1,
+            trajectory_s=1.0,
+            steps=[Step("exec", 0.01 * rng.gauss(1, 0.02), 0)] * 3,
+            action_probes_s=[0.005],
+        )
+        for i in range(1, 6)
+    ]
+    return build_report(rollouts, Scale(), plugin_version="t", machine={}, commit=None)
+
+
+def write_history(store: Path, colds: list[float]) -> list[str]:
+    """Autosave-like files, their modification times in order; returns their names."""
+    store.mkdir(parents=True, exist_ok=True)
+    names = []
+    for index, cold in enumerate(colds, start=1):
+        path = store / f"{index:04d}_run.json"
+        path.write_text(json.dumps(saved_report(cold, seed=index)))
+        os.utime(path, ns=(index * 10**9, index * 10**9))
+        names.append(path.stem)
+    return names
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_history_command_finds_the_planted_step(tmp_path):
+    store = tmp_path / "runs"
+    names = write_history(store, [0.5] * 8 + [0.7] * 6)
+    report = tmp_path / "cp.json"
+    status, out, err = cli("history", "--storage", str(store), "--json", str(report))
+    assert status == 0, err
+    assert "history of 14 saved run(s)" in out
+    row = next(line for line in out.splitlines() if line.startswith("docker.cold_start.p50"))
+    assert row.split()[1] == names[8] and "+3" in row.split()[4]  # +40% planted
+    data = json.loads(report.read_text())
+    cold = [c for c in data["change_points"] if c["metric"] == "docker.cold_start.p50"]
+    assert len(cold) == 1
+    assert cold[0]["run"] == names[8]
+    assert cold[0]["before"] == pytest.approx(0.5, rel=0.03)
+    assert cold[0]["after"] == pytest.approx(0.7, rel=0.03)
+    assert cold[0]["p"] < history.MAX_P
+    assert set(cold[0]) == {"metric", "run", "before", "after", "p"}
+    assert not [c for c in data["change_points"] if ".step." in c["metric"]]
+
+
+def test_history_command_without_a_change(tmp_path):
+    store = tmp_path / "runs"
+    write_history(store, [0.5] * 10)
+    (store / "broken.json").write_text("{")
+    status, out, _ = cli("history", "--storage", str(store))
+    assert status == 0
+    assert "no change point" in out
+    assert "skipped, unusable:" in out and "broken.json" in out
+
+
+def test_history_bad_input_is_exit_4(tmp_path):
+    status, _, err = cli("history", "--storage", str(tmp_path), "--max-p", "2")
+    assert status == 4 and "expected a number in (0, 1)" in err
+
+
+def test_history_without_the_extra_is_a_clear_error(monkeypatch, tmp_path):
+    def missing() -> None:
+        raise history.HistoryUnavailable("change-point detection needs ruptures: pip install x")
+
+    monkeypatch.setattr(history, "require", missing)
+    status, _, err = cli("history", "--storage", str(tmp_path))
+    assert status == 4 and "needs ruptures" in err

@@ -1,0 +1,301 @@
+"""Recorded trajectories as workloads, end to end through pytester: collection, ids, shape
+mode on local and docker, exact mode on every substrate and transport, the per-step columns,
+think time in the projection."""
+
+import json
+import shutil
+
+import pytest
+from support.trajectories import (
+    MINI,
+    MINI_STEPS,
+    MINI_TEXT_STEPS,
+    OPENAI_STEPS,
+    ROLLOUT_TAX_LINES,
+    SWE_AGENT_STEPS,
+    write_all,
+    write_json,
+    write_jsonl,
+)
+from support.workloads import ROOT
+
+from pytest_rollout_tax.core.record import steps_of
+from pytest_rollout_tax.gate import storage
+
+EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
+
+
+def report_of(pytester):
+    return storage.load(pytester.path / "report.json").report
+
+
+def rollouts_by_trajectory(report):
+    """Each replayed rollout, by (trajectory id, substrate)."""
+    return {
+        (r["replay"]["trajectory_id"], r["substrate"]): r
+        for r in report["rollouts"]
+        if r.get("replay")
+    }
+
+
+def column(rollout, name):
+    return [getattr(step, name) for step in steps_of(rollout["steps"])]
+
+
+@pytest.fixture
+def trajectories(pytester):
+    """A directory of one file per format (the JSONL files are replayed by --rollout-replay)."""
+    return write_all(pytester.path / "runs")
+
+
+def test_trajectory_files_are_collected_like_doctests_with_ids(pytester, trajectories):
+    result = pytester.runpytest("--collect-only", "-q", "runs", "--rollout-rounds=2")
+    ids = [line for line in result.outlines if "::" in line]
+    assert ids == [
+        "runs/fix.traj.json::replay[local-1]",
+        "runs/fix.traj.json::replay[local-2]",
+        "runs/old.traj.json::replay[local-1]",
+        "runs/old.traj.json::replay[local-2]",
+        "runs/swe.traj::replay[local-1]",
+        "runs/swe.traj::replay[local-2]",
+    ]  # the .jsonl files only when named (--rollout-replay)
+
+
+def test_a_mixed_directory_collects_one_item_per_trajectory(pytester, trajectories):
+    mixed = pytester.path / "mixed"
+    mixed.mkdir()
+    for name in ("mini", "swe-agent", "openai"):
+        shutil.copy(trajectories[name], mixed)
+    # alone: without test paths on the command line, only the named trajectories run
+    result = pytester.runpytest("--collect-only", "-q", "--rollout-replay", "mixed")
+    ids = sorted(line for line in result.outlines if "::" in line)
+    assert ids == [
+        "mixed/fix.traj.json::replay[local-1]",
+        "mixed/rows.jsonl::row-a[local-1]",
+        "mixed/rows.jsonl::row-b[local-1]",
+        "mixed/swe.traj::replay[local-1]",
+    ]
+
+
+def test_k_and_last_failed_select_trajectories(pytester, trajectories):
+    result = pytester.runpytest("--rollout-replay", "runs", "-k", "row-b", "-q")
+    result.assert_outcomes(passed=1, deselected=5)
+    # a trajectory whose sandbox never starts fails; --lf runs that one again
+    pytester.makepyprojecttoml(
+        '[tool.rollout-tax.substrates.broken]\nkind = "local"\nroot = "/nonexistent/rt"\n'
+    )
+    pytester.runpytest("--rollout-replay", "runs/steps.jsonl", "runs/fix.traj.json",
+                       "--substrate=local,broken")  # fmt: skip
+    again = pytester.runpytest("--lf", "--substrate=local,broken", "runs/fix.traj.json", "-q",
+                               "--rollout-replay", "runs/steps.jsonl")  # fmt: skip
+    again.assert_outcomes(errors=2, deselected=2)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rollout-replay", "nowhere"], "--rollout-replay=nowhere: no such file or directory"),
+        (["--rollout-replay-mode", "fast"], "--rollout-replay-mode='fast': expected shape*"),
+    ],
+)
+def test_bad_replay_options_are_usage_errors(pytester, args, message):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_an_unreadable_trajectory_is_a_one_line_usage_error(pytester):
+    (pytester.path / "bad.traj").write_text('{"cmd": "ls"}\n{"cmd": 1}\n')
+    result = pytester.runpytest("bad.traj")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f'ERROR: {pytester.path}/bad.traj:2: expected {{"cmd"*'])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def replay_run(pytester, selected, mode):
+    args = ["runs", "--rollout-replay", "runs", *selected.args,
+            f"--rollout-replay-mode={mode}", "--rollout-json=report.json", "--rollout-probes=1",
+            "-p", "no:cacheprovider"]  # fmt: skip
+    result = pytester.runpytest(*args)
+    result.assert_outcomes(passed=6)
+    return result, rollouts_by_trajectory(report_of(pytester))
+
+
+@pytest.mark.parametrize("selected_substrate", ["local", "docker"], indirect=True)
+def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
+    pytester, trajectories, selected_substrate
+):
+    result, rollouts = replay_run(pytester, selected_substrate, "shape")
+    substrate = selected_substrate.name
+    mini = rollouts["fix", substrate]
+    assert mini["replay"] == {
+        "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
+        "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
+    }  # fmt: skip
+    assert mini["planned_steps"] == 3
+    for name, values in MINI_STEPS.items():
+        assert column(mini, name) == values, name
+    old = rollouts["old", substrate]
+    assert column(old, "output_bytes") == MINI_TEXT_STEPS["output_bytes"]
+    assert column(old, "exit_code") == MINI_TEXT_STEPS["exit_code"]
+    assert column(old, "think_s") == [None, None]
+    swe = rollouts["swe", substrate]
+    assert column(swe, "output_bytes") == SWE_AGENT_STEPS["output_bytes"]
+    assert column(swe, "recorded_s") == SWE_AGENT_STEPS["recorded_s"]
+    assert column(swe, "exit_code") == [0, 0]  # unknown: replayed as 0
+    for row in ("row-a", "row-b"):
+        steps = rollouts[row, substrate]
+        assert column(steps, "kind") == ["exec"] * len(OPENAI_STEPS[row]["recorded"])
+        assert column(steps, "output_bytes") == OPENAI_STEPS[row]["recorded"]
+    ours = rollouts["steps", substrate]
+    for name in ("think_s", "recorded_s", "exit_code", "output_bytes"):
+        assert column(ours, name) == [line[name] for line in ROLLOUT_TAX_LINES]
+    # per substrate: the recorded think of every step that has one (mini 3, ours 3)
+    report = report_of(pytester)
+    think = report["substrates"][substrate]["think"]
+    assert think["n"] == 6
+    assert think["mean"] == pytest.approx((2 + 4 + 0 + 2 + 4 + 0) / 6)
+    assert report["projection"]["think_time_source"] == "recorded"
+    assert report["projection"]["think_time_s"] == pytest.approx(2.0)
+    result.stdout.fnmatch_lines(["*x 150 steps with 2s recorded think time per step; tax =*"])
+
+
+def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substrate(
+    pytester, trajectories, selected_substrate
+):
+    """Every substrate and transport (the stand-ins) replays the same commands alike."""
+    _, rollouts = replay_run(pytester, selected_substrate, "exact")
+    substrate = selected_substrate.name
+    mini = rollouts["fix", substrate]
+    assert mini["replay"]["mode"] == "exact"
+    assert mini["replay"]["divergent_steps"] == 0
+    assert column(mini, "output_bytes") == MINI_STEPS["output_bytes"]  # echo hello, printf ...
+    assert column(mini, "exit_code") == [0, 0, 3]
+    assert column(mini, "think_s") == MINI_STEPS["think_s"]
+    old = rollouts["old", substrate]
+    assert old["replay"]["divergent_steps"] == 1  # seq exits 0 where the recording says 1
+    assert column(old, "output_bytes") == [4, len("".join(f"{i}\n" for i in range(1, 101)))]
+    swe = rollouts["swe", substrate]
+    assert swe["replay"]["divergent_steps"] == 0  # no recorded exit codes: nothing to differ
+    assert len(column(swe, "kind")) == 2
+    row_a = rollouts["row-a", substrate]
+    assert column(row_a, "kind") == OPENAI_STEPS["row-a"]["kind"]
+    assert column(row_a, "output_bytes") == [4, None, None, None]
+    assert row_a["replay"]["divergent_steps"] == 0
+    assert rollouts["row-b", substrate]["replay"]["divergent_steps"] == 1  # false exits 1
+    ours = rollouts["steps", substrate]
+    assert (column(ours, "exit_code"), column(ours, "output_bytes")) == ([0, 2, 0], [6, 0, 2])
+    assert ours["replay"]["divergent_steps"] == 0
+
+
+def test_the_editor_actions_edit_the_file_in_exact_mode(pytester, trajectories):
+    pytester.makeconftest(
+        "import pytest\n"
+        "@pytest.hookimpl(wrapper=True)\n"
+        "def pytest_runtest_call(item):\n"
+        "    result = yield\n"
+        "    sandbox = item.funcargs['sandbox']\n"
+        "    print('NOTES', repr(sandbox.read_file('notes.txt')))\n"
+        "    return result\n"
+    )
+    result = pytester.runpytest("--rollout-replay", "runs/rows.jsonl", "-k", "row-a", "-s",
+                                "--rollout-replay-mode=exact")  # fmt: skip
+    result.assert_outcomes(passed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*NOTES 'goodbye world\\n'"])
+
+
+def test_a_step_past_the_recorded_timeout_fails_the_rollout(pytester):
+    data = json.loads(json.dumps(MINI))
+    data["info"]["config"]["environment"]["timeout"] = 0.5
+    data["messages"][2]["extra"]["actions"][0]["command"] = "sleep 5"
+    write_json(pytester.path / "slow.traj.json", data)
+    result = pytester.runpytest("slow.traj.json", "--rollout-replay-mode=exact",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(failed=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert rollout["outcome"] == "failed"
+    assert "0.5 s timeout" in rollout["error"]
+    assert len(column(rollout, "kind")) == 1  # the step that timed out, recorded
+
+
+def test_the_think_time_option_wins_over_the_recording(pytester, trajectories):
+    result = pytester.runpytest("runs/fix.traj.json", "--rollout-think-time=1",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    report = report_of(pytester)
+    assert report["projection"]["think_time_source"] == "option"
+    assert report["projection"]["think_time_s"] == 1.0
+    assert report["substrates"]["local"]["think"]["n"] == 3  # still recorded
+
+
+def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
+    shutil.copytree(EXAMPLE_TRAJECTORIES, pytester.path / "example_trajectories")
+    result = pytester.runpytest("--rollout-replay", "example_trajectories",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    report = report_of(pytester)
+    [rollout] = report["rollouts"]
+    assert rollout["replay"]["recorded_steps"] == len(column(rollout, "kind")) == 35
+    assert report["projection"]["think_time_source"] == "recorded"
+    assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
+    result.stdout.fnmatch_lines(["*with 3.19s recorded think time per step*"])
+    # the worker-hours decomposition's think term is the recorded think time
+    local = report["substrates"]["local"]
+    think_hours = 1_000_000 * 150 * local["think"]["mean"] / 3600
+    assert local["decomposition"]["think"] == pytest.approx(think_hours)
+    assert sum(local["decomposition"].values()) == pytest.approx(local["worker_hours"])
+
+
+def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):
+    pytester.runpytest("runs/swe.traj", "--rollout-json=report.json").assert_outcomes(passed=1)
+    report = report_of(pytester)
+    assert report["projection"]["think_time_source"] == "none"
+    assert report["projection"]["think_time_s"] == 0
+    assert report["substrates"]["local"]["think"] is None
+
+
+def test_the_ini_twin_adds_trajectories_to_the_test_paths(pytester, trajectories):
+    pytester.makeini("[pytest]\ntestpaths = tests\nrollout_replay =\n    runs/steps.jsonl\n")
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "test_one.py").write_text(
+        "def test_one(sandbox):\n    sandbox.exec('true')\n"
+    )
+    result = pytester.runpytest("--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert ids == ["tests/test_one.py::test_one[local-1]", "runs/steps.jsonl::replay[local-1]"]
+
+
+def test_replays_run_under_xdist(pytester, trajectories):
+    result = pytester.runpytest("-p", "xdist", "-n", "2", "--rollout-replay", "runs",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=6)
+    rollouts = rollouts_by_trajectory(report_of(pytester))
+    assert sorted(trajectory for trajectory, _ in rollouts) == [
+        "fix", "old", "row-a", "row-b", "steps", "swe",
+    ]  # fmt: skip
+    assert column(rollouts["fix", "local"], "think_s") == MINI_STEPS["think_s"]
+
+
+def test_a_rollout_whose_sandbox_never_started_still_names_its_trajectory(pytester, trajectories):
+    pytester.makepyprojecttoml(
+        '[tool.rollout-tax.substrates.broken]\nkind = "local"\nroot = "/nonexistent/rt"\n'
+    )
+    result = pytester.runpytest("runs/fix.traj.json", "--substrate=broken",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(errors=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert rollout["outcome"] == "error"
+    assert rollout["replay"]["trajectory_id"] == "fix"
+    assert rollout["replay"]["recorded_steps"] == 3
+
+
+def test_exact_mode_runs_commands_in_bash_as_the_harnesses_did(pytester):
+    write_jsonl(pytester.path / "bashisms.jsonl", [
+        {"cmd": "[[ -n $BASH_VERSION ]] && echo bash", "exit_code": 0, "output_bytes": 5},
+    ])  # fmt: skip
+    result = pytester.runpytest("--rollout-replay", "bashisms.jsonl", "--rollout-json=report.json",
+                                "--rollout-replay-mode=exact")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert (column(rollout, "exit_code"), column(rollout, "output_bytes")) == ([0], [5])
+    assert rollout["replay"]["divergent_steps"] == 0

@@ -1,0 +1,49 @@
+"""The figures: ECDF points kept few, SVG that scales, and a clear error without matplotlib."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_rollout_tax.report import plots
+
+
+def test_a_short_ecdf_keeps_every_positive_sample() -> None:
+    values, fractions = plots.ecdf_points([0.3, 0.1, 0.2, 0.0])
+    assert values == [0.1, 0.2, 0.3]  # 0 has no place on a log axis
+    assert fractions == pytest.approx([1 / 3, 2 / 3, 1.0])
+
+
+def test_a_long_ecdf_is_thinned_to_the_limit_keeping_both_ends() -> None:
+    samples = [i / 1000 for i in range(1, 100_001)]
+    values, fractions = plots.ecdf_points(samples, limit=300)
+    assert len(values) == 300
+    assert (values[0], values[-1]) == (0.001, 100.0)
+    assert (fractions[0], fractions[-1]) == (1 / 100_000, 1.0)
+    assert values == sorted(values) and fractions == sorted(fractions)
+
+
+def test_figures_are_svg_elements_as_wide_as_their_container() -> None:
+    palette = plots.colors(["local", "docker"])
+    svg = plots.ecdf("Cold start (ECDF)", {"local": [0.001, 0.002], "docker": [0.2]},
+                     palette=palette)  # fmt: skip
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert 'width="100%"' in svg and 'aria-label="Cold start (ECDF)"' in svg
+    assert "<?xml" not in svg and "<!DOCTYPE" not in svg
+    assert ">local</text>" in svg  # text stays text (no glyph paths)
+    assert plots.ecdf("nothing", {"local": []}, palette=palette) is None
+
+
+def test_the_same_figure_twice_is_the_same_svg() -> None:
+    """Stable ids and no date: a regenerated page (and its screenshot) changes only with data."""
+    draw = lambda: plots.decomposition(  # noqa: E731
+        {"local": {"cold_start": 1.0, "command": 3.0}}, title="t", palette={}
+    )
+    assert draw() == draw()
+
+
+def test_without_matplotlib_the_error_names_the_extra(no_matplotlib) -> None:
+    with pytest.raises(plots.PlotsUnavailable) as info:
+        plots.require()
+    assert str(info.value) == (
+        "the HTML report needs matplotlib: pip install 'pytest-rollout-tax[html]'"
+    )

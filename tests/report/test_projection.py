@@ -1,0 +1,174 @@
+import random
+
+import pytest
+
+from pytest_rollout_tax.report.projection import (
+    Decomposition,
+    Scale,
+    added_hours,
+    decompose,
+    fleet_hours,
+    spread,
+    step_overhead,
+    tax_hours,
+    worker_hours,
+)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({"per_rollout_s": 1.0}, 277.8),
+        ({"per_action_s": 0.010}, 416.7),
+        ({"per_action_s": 0.100}, 4166.7),
+    ],
+)
+def test_added_hours_reproduces_table_1_of_the_paper(kwargs, expected):
+    assert round(added_hours(**kwargs, rollouts=1_000_000, steps=150), 1) == expected
+
+
+def test_worker_and_tax_hours_follow_the_design_formulas():
+    scale = Scale(rollouts=3600, steps=10, think_time_s=0.5)
+    assert worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0) == pytest.approx(
+        2.0 + 10 * (0.1 + 0.5) + 1.0
+    )
+    assert tax_hours(scale, cold_start_s=2.0, action_s=0.05, teardown_s=1.0) == pytest.approx(
+        2.0 + 10 * 0.05 + 1.0
+    )
+
+
+def test_a_no_op_probe_slower_than_the_step_is_capped_at_the_step():
+    scale = Scale(rollouts=7200, steps=10)
+    tax = tax_hours(scale, cold_start_s=2.0, action_s=0.3, teardown_s=1.0, step_s=0.1)
+    worker = worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0)
+    assert tax == 7200 * (2.0 + 10 * min(0.3, 0.1) + 1.0) / 3600 == pytest.approx(8.0)
+    assert tax <= worker
+    assert step_overhead(0.3, 0.1) == 0.1 and step_overhead(0.05, 0.1) == 0.05
+    assert step_overhead(0.3) == 0.3  # no steps measured: the probe alone
+
+
+def test_tax_hours_never_exceed_worker_hours_over_random_inputs():
+    """Property: for any measured means and scale, the tax is part of the work."""
+    rng = random.Random(20260301)
+
+    def duration() -> float:  # 100 ns .. 1000 s, evenly over the decades, sometimes exactly 0
+        return 0.0 if rng.random() < 0.05 else 10 ** rng.uniform(-7, 3)
+
+    for _ in range(5000):
+        scale = Scale(
+            rollouts=rng.randint(1, 10**12),
+            steps=rng.randint(1, 5000),
+            think_time_s=rng.choice([0.0, duration()]),
+        )
+        cold, action, step, teardown = duration(), duration(), duration(), duration()
+        tax = tax_hours(scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step)
+        worker = worker_hours(scale, cold_start_s=cold, step_s=step, teardown_s=teardown)
+        assert tax <= worker, (scale, cold, action, step, teardown)
+        expected = scale.rollouts * (cold + scale.steps * min(action, step) + teardown) / 3600
+        assert tax == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_decomposition_splits_worker_hours_and_its_tax_part_is_tax_hours():
+    scale = Scale(rollouts=3600, steps=10, think_time_s=0.5)
+    figures = {"cold_start_s": 2.0, "action_s": 0.05, "teardown_s": 1.0}
+    parts = decompose(scale, step_s=0.1, idle_s=0.25, **figures)
+    assert parts == Decomposition(
+        cold_start=2.0, overhead=0.5, command=0.5, think=5.0, teardown=1.0, idle=0.25
+    )
+    assert parts.worker_hours == pytest.approx(
+        worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0, idle_s=0.25)
+    )
+    assert parts.tax_hours == pytest.approx(tax_hours(scale, step_s=0.1, idle_s=0.25, **figures))
+    assert list(parts.to_dict()) == list(Decomposition.PARTS)
+    assert decompose(scale, step_s=0.1, **figures).idle == 0.0  # no pool, no idle time
+
+
+def test_the_decomposition_adds_up_over_random_inputs():
+    """Property: the parts sum to the worker-hours, the tax parts to the tax-hours."""
+    rng = random.Random(1414)
+    for _ in range(2000):
+        scale = Scale(
+            rng.randint(1, 10**9), rng.randint(1, 1000), rng.choice([0, 10 ** rng.uniform(-3, 2)])
+        )
+        cold, action, step, teardown = (10 ** rng.uniform(-6, 3) for _ in range(4))
+        idle = rng.choice([0.0, 10 ** rng.uniform(-3, 3)])
+        parts = decompose(
+            scale, cold_start_s=cold, action_s=action, step_s=step, teardown_s=teardown,
+            idle_s=idle,
+        )  # fmt: skip
+        worker = worker_hours(
+            scale, cold_start_s=cold, step_s=step, teardown_s=teardown, idle_s=idle
+        )
+        tax = tax_hours(
+            scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step, idle_s=idle
+        )
+        assert parts.worker_hours == pytest.approx(worker, rel=1e-9)
+        assert parts.tax_hours == pytest.approx(tax, rel=1e-9)
+        assert min(parts.to_dict().values()) >= 0 and parts.tax_hours <= parts.worker_hours
+
+
+@pytest.mark.parametrize(
+    ("text", "rollouts", "steps"),
+    [("1000000x150", 1_000_000, 150), ("1e6x150", 1_000_000, 150), ("1_000 X 20", 1000, 20),
+     ("5000", 5000, None)],
+)  # fmt: skip
+def test_scale_parses(text, rollouts, steps):
+    scale = Scale.parse(text, think_time_s=2)
+    assert (scale.rollouts, scale.steps, scale.think_time_s) == (rollouts, steps, 2)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5", "1e400x150", "nanx1"]
+)
+def test_malformed_scale_names_the_value_and_where_it_came_from(text):
+    with pytest.raises(ValueError, match=r"^projection=.*expected ROLLOUTSxSTEPS"):
+        Scale.parse(text)
+    with pytest.raises(ValueError, match=r"^--rollout-project="):
+        Scale.parse(text, option="--rollout-project")
+
+
+@pytest.mark.parametrize("think", [-1, float("nan"), float("inf")])
+def test_a_think_time_that_is_not_seconds_is_rejected(think):
+    with pytest.raises(ValueError, match=r"^think time .*: expected seconds >= 0"):
+        Scale.parse("10x10", think_time_s=think)
+
+
+def test_spread_is_slowest_over_fastest():
+    result = spread({"local": 0.002, "docker": 0.22, "vm": 0.11}, {"local": 100, "docker": 180})
+    assert (result.fastest, result.slowest) == ("local", "docker")
+    assert result.cold_start_p50 == pytest.approx(110)
+    assert result.worker_hours == pytest.approx(1.8)
+
+
+def test_no_spread_for_a_single_substrate():
+    assert spread({"local": 0.002}, {"local": 100}) is None
+
+
+def test_recorded_think_time_stands_in_only_when_no_option_set_one():
+    given = Scale.parse("10x10", think_time_s=0.5)
+    assert given.think_time_source == "option"
+    assert given.with_recorded_think(3.0) == given
+    unset = Scale.parse("10x10")
+    assert (unset.think_time_s, unset.think_time_source) == (0.0, "none")
+    assert unset.with_recorded_think(None) == unset
+    recorded = unset.with_recorded_think(3.0)
+    assert (recorded.think_time_s, recorded.think_time_source) == (3.0, "recorded")
+    # think is its own term: S * think hours on top of the think-free projection
+    free = worker_hours(unset, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
+    with_think = worker_hours(recorded, cold_start_s=1.0, step_s=0.1, teardown_s=0.5)
+    assert with_think - free == pytest.approx(10 * 10 * 3.0 / 3600)
+
+
+def test_a_pools_idle_time_is_its_own_term_of_worker_hours():
+    scale = Scale(rollouts=3600, steps=10)
+    base = worker_hours(scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0)
+    assert worker_hours(
+        scale, cold_start_s=2.0, step_s=0.1, teardown_s=1.0, idle_s=0.25
+    ) == pytest.approx(base + 0.25)
+
+
+def test_a_fleet_runs_in_waves():
+    wall, hours = fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0)
+    assert (wall, hours) == (3.0, 10.0)  # 3 waves of an hour; 10 rollouts of an hour each
+    # a warm pool's idle time costs worker-hours, not wall-clock time
+    assert fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0, idle_s=1800.0) == (3.0, 15.0)

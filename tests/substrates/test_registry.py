@@ -1,0 +1,67 @@
+import textwrap
+
+import pytest
+
+from pytest_rollout_tax import Substrate, SubstrateUnavailable, get_substrate
+from pytest_rollout_tax.errors import ConfigError
+from pytest_rollout_tax.substrates.local import LocalSubstrate
+from pytest_rollout_tax.substrates.registry import Registry
+
+
+def test_builtins_register_through_the_hook():
+    registry = Registry.discover()
+    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2"} <= set(registry.names())
+    assert registry.load("local") is LocalSubstrate
+
+
+def test_names_that_share_an_implementation_are_aliases_of_the_first():
+    aliases = Registry.discover().aliases()
+    assert aliases["kubernetes"] == aliases["k8s"] == "k8s"
+    assert (aliases["local"], aliases["docker"]) == ("local", "docker")
+    overridden = Registry({"k8s": "a:K8s", "kubernetes": LocalSubstrate, "other": LocalSubstrate})
+    assert overridden.aliases() == {"k8s": "k8s", "kubernetes": "kubernetes", "other": "kubernetes"}
+
+
+def test_get_substrate_builds_a_named_instance_with_options():
+    substrate = get_substrate("local", env={"A": "1"})
+    assert isinstance(substrate, Substrate)
+    assert (substrate.name, substrate.options.env) == ("local", {"A": "1"})
+
+
+def test_unknown_names_list_what_exists():
+    with pytest.raises(ConfigError, match=r"available substrates: .*local"):
+        get_substrate("nope")
+
+
+def test_an_entry_that_cannot_be_imported_is_unavailable():
+    registry = Registry({"ghost": "no_such_module_xyz:Ghost"})
+    with pytest.raises(SubstrateUnavailable, match="'ghost' cannot be loaded"):
+        registry.load("ghost")
+
+
+def test_installed_packages_add_substrates_through_the_entry_point(tmp_path, monkeypatch):
+    """A real distribution on sys.path whose ``rollout_tax`` entry point implements the hook."""
+    (tmp_path / "fake_substrates.py").write_text(
+        textwrap.dedent(
+            """
+            from pytest_rollout_tax.substrates.hookspecs import hookimpl
+            from pytest_rollout_tax.substrates.local import LocalSubstrate
+
+            class FakeSubstrate(LocalSubstrate):
+                kind = "fake"
+
+            @hookimpl
+            def rollout_tax_substrates():
+                return {"fake": FakeSubstrate}
+            """
+        )
+    )
+    dist = tmp_path / "fake_substrates-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-substrates\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[rollout_tax]\nfake = fake_substrates\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    substrate = get_substrate("fake")
+    assert type(substrate).__name__ == "FakeSubstrate"
+    with substrate.start() as sandbox:
+        assert sandbox.exec("echo plugged").stdout == "plugged\n"

@@ -1,0 +1,108 @@
+import pytest
+
+from pytest_rollout_tax.errors import ConfigError
+from pytest_rollout_tax.substrates.selection import (
+    Catalog,
+    SubstrateSpec,
+    parse_substrate_opt,
+    pyproject_tables,
+    resolve,
+    split_names,
+)
+
+KNOWN = ["local", "docker"]
+
+
+def test_names_are_split_on_commas_and_deduplicated():
+    assert split_names(["local,docker", "docker", "k8s"]) == ["local", "docker", "k8s"]
+
+
+def test_an_empty_name_is_rejected():
+    with pytest.raises(ConfigError, match=r"^substrates='local,': empty substrate name"):
+        split_names(["local,"])
+    with pytest.raises(ConfigError, match=r"^--substrate='local,': empty"):
+        split_names(["local,"], "--substrate")
+
+
+def test_substrate_opt_parses_and_keeps_equals_in_values():
+    assert parse_substrate_opt("docker.env=A=1") == ("docker", "env", "A=1")
+
+
+@pytest.mark.parametrize("text", ["docker", "docker=1", ".image=x", "docker.=x"])
+def test_malformed_substrate_opt_names_the_value(text):
+    with pytest.raises(ConfigError, match=f"^substrate option {text!r}: expected NAME.KEY=VALUE"):
+        parse_substrate_opt(text)
+
+
+def test_pyproject_options_are_overlaid_by_the_command_line():
+    tables = {"docker": {"image": "a", "network": "none"}}
+    specs = resolve(["docker"], ["docker.image=b"], tables, KNOWN)
+    assert specs == [SubstrateSpec("docker", "docker", {"image": "b", "network": "none"})]
+
+
+def test_a_table_with_kind_is_a_named_variant():
+    tables = {"docker-gvisor": {"kind": "docker", "runtime": "runsc"}}
+    specs = resolve(["local", "docker-gvisor"], [], tables, KNOWN)
+    assert specs[1] == SubstrateSpec("docker-gvisor", "docker", {"runtime": "runsc"})
+
+
+def test_unknown_substrate_lists_the_available_ones():
+    with pytest.raises(
+        ConfigError, match="unknown substrate 'nope'; available substrates: docker, local"
+    ):
+        resolve(["nope"], [], {}, KNOWN)
+
+
+def test_unknown_kind_and_unknown_opt_target_are_errors():
+    with pytest.raises(ConfigError, match="unknown kind 'vm'"):
+        resolve(["local"], [], {"x": {"kind": "vm"}}, KNOWN)
+    with pytest.raises(ConfigError, match="unknown substrate 'dokcer'"):
+        resolve(["local"], ["dokcer.image=x"], {}, KNOWN)
+
+
+def test_pyproject_tables_are_read(tmp_path):
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[tool.rollout-tax.substrates.docker]\nimage = "x"\n')
+    assert pyproject_tables(path) == {"docker": {"image": "x"}}
+    assert pyproject_tables(tmp_path / "missing.toml") == {}
+
+
+def test_invalid_pyproject_is_a_clear_error(tmp_path):
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.rollout-tax\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        pyproject_tables(path)
+
+
+ALIASES = {"local": "local", "k8s": "k8s", "kubernetes": "k8s"}
+
+
+@pytest.mark.parametrize(
+    ("selected", "kept"),
+    [(["k8s", "kubernetes"], "k8s"), (["kubernetes", "local", "k8s"], "kubernetes")],
+)
+def test_aliases_of_one_substrate_resolve_once_under_the_first_name(selected, kept):
+    specs = resolve(selected, [], {}, ALIASES, ALIASES)
+    assert [spec.name for spec in specs if spec.name != "local"] == [kept]
+    assert len(specs) == len(set(selected)) - 1
+
+
+def test_aliases_with_the_same_options_merge_and_with_other_options_are_an_error():
+    tables = {"k8s": {"namespace": "rl"}}
+    specs = resolve(["k8s", "kubernetes"], ["kubernetes.namespace=rl"], tables, ALIASES, ALIASES)
+    assert specs == [SubstrateSpec("k8s", "k8s", {"namespace": "rl"})]
+    with pytest.raises(ConfigError, match="'k8s' and 'kubernetes' are one substrate"):
+        resolve(["k8s", "kubernetes"], [], tables, ALIASES, ALIASES)
+
+
+def test_variants_of_one_kind_are_not_aliases():
+    tables = {"local-b": {"kind": "local"}}
+    specs = resolve(["local", "local-b"], [], tables, ALIASES, ALIASES)
+    assert [spec.name for spec in specs] == ["local", "local-b"]
+
+
+def test_the_catalog_knows_registry_names_variants_and_aliases():
+    catalog = Catalog.of({"local-b": {"kind": "local"}, "k8s": {"namespace": "rl"}}, ALIASES)
+    assert catalog.names == ["k8s", "kubernetes", "local", "local-b"]
+    assert catalog.same("kubernetes", "k8s") and catalog.same("local", "local")
+    assert not catalog.same("local", "local-b") and not catalog.same("k8s", "local")
