@@ -29,8 +29,8 @@ import execnet
 from pytest_rollout_tax import Rollout, Step
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import summarize
+from pytest_rollout_tax.report.files import write_json
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.terminal import write_json
 
 KINDS = ("exec", "exec", "exec", "write_file", "read_file")
 #: Every this many rollouts, one is serialized to measure the wire.

@@ -35,7 +35,7 @@ from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.core.substrate import Substrate
 from pytest_rollout_tax.fleet import burst
 from pytest_rollout_tax.fleet.pool import WarmPool
-from pytest_rollout_tax.report.terminal import seconds
+from pytest_rollout_tax.report.units import seconds
 from pytest_rollout_tax.substrates.docker import DockerSubstrate
 from pytest_rollout_tax.substrates.e2b import E2BSubstrate
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata as _metadata
 
 from .core.record import Rollout, Step
 from .core.sandbox import ExecResult, Sandbox
@@ -10,32 +10,46 @@ from .core.substrate import Substrate
 from .errors import (
     ConfigError,
     CredentialsMissing,
+    HistoryUnavailable,
+    NoSavedRun,
+    NotRegularFileError,
+    PlotsUnavailable,
     RolloutTaxError,
     SandboxError,
     SandboxStartError,
+    SavedRunError,
     StepTimeout,
     SubstrateUnavailable,
+    TrajectoryError,
+    UsageError,
 )
 from .substrates.registry import get_substrate
 
 try:
-    __version__ = version("pytest-rollout-tax")
-except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = _metadata.version("pytest-rollout-tax")
+except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
     __version__ = "0.0.0"
 
 __all__ = [
     "ConfigError",
     "CredentialsMissing",
     "ExecResult",
+    "HistoryUnavailable",
+    "NoSavedRun",
+    "NotRegularFileError",
+    "PlotsUnavailable",
     "Rollout",
     "RolloutTaxError",
     "Sandbox",
     "SandboxError",
     "SandboxStartError",
+    "SavedRunError",
     "Step",
     "StepTimeout",
     "Substrate",
     "SubstrateUnavailable",
+    "TrajectoryError",
+    "UsageError",
     "__version__",
     "get_substrate",
 ]

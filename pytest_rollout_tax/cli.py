@@ -8,34 +8,32 @@ from __future__ import annotations
 
 import argparse
 import copy
-import math
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from .errors import RolloutTaxError
+from . import flags
+from .errors import RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
 from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .report import html as html_report
 from .report import plots
 from .report.build import project_fleet, spread_of
+from .report.files import check_report_path, write_json
 from .report.projection import Scale
 from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
-from .report.terminal import check_report_path, render_summary, write_json
+from .report.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
+COUNT = flags.argparse_type(flags.count)
 EPILOG = f"""\
 exit status: {compare.EXIT_OK} ok; {compare.EXIT_REGRESSION} a --fail check found a credible \
 regression; {compare.EXIT_USAGE} bad input (usage, unreadable or invalid file, unknown metric \
 or stat, malformed threshold). A missing baseline is only a warning (status {compare.EXIT_OK}).
 """
-
-
-class UsageError(Exception):
-    """Bad command-line input; printed as one line, exit status 4."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,13 +45,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> Parser:
     storage = Parser(add_help=False)
-    storage.add_argument(
-        "--storage",
-        metavar="DIR",
-        default=DEFAULT_STORAGE,
-        help="where saved runs live; NAMEs are looked up here (default: %(default)s/, as "
-        "pytest's --rollout-storage)",
-    )
+    flags.STORAGE.add_argument(storage, default=DEFAULT_STORAGE)
     parser = Parser(
         prog=PROG,
         description="Compare, list and re-project runs saved by pytest --rollout-save / "
@@ -76,16 +68,7 @@ def build_parser() -> Parser:
     )
     cmp.add_argument("baseline", metavar="BASELINE", help="the earlier run: a NAME or a PATH")
     cmp.add_argument("current", metavar="CURRENT", help="the run to judge: a NAME or a PATH")
-    cmp.add_argument(
-        "--fail",
-        action="append",
-        default=[],
-        metavar="METRIC.STAT:THRESHOLD",
-        help="fail (exit 1) when METRIC.STAT grew past THRESHOLD (repeatable). METRIC: "
-        f"{', '.join(compare.METRICS)}; STAT: {', '.join(compare.STATS)} (worker_hours: mean "
-        "only); THRESHOLD: a percentage of the baseline (15%%) or an absolute us, ms, s, min "
-        "or h (5ms, 0.2s). Example: --fail cold_start.p95:15%% --fail action.p50:5ms",
-    )
+    flags.FAIL.add_argument(cmp, action="append", default=[])
 
     commands.add_parser(
         "list",
@@ -117,13 +100,7 @@ def build_parser() -> Parser:
         default="rollout-tax.html",
         help="the HTML file to write (default: %(default)s)",
     )
-    page.add_argument(
-        "--fail",
-        action="append",
-        default=[],
-        metavar="METRIC.STAT:THRESHOLD",
-        help="a check whose verdict the page shows, as for compare (repeatable)",
-    )
+    flags.FAIL.add_argument(page, action="append", default=[])
 
     proj = commands.add_parser(
         "project",
@@ -136,22 +113,11 @@ def build_parser() -> Parser:
     )
     proj.add_argument("run", metavar="RUN", help="the saved run: a NAME or a PATH")
     proj.add_argument(
-        "--rollouts", type=_count, metavar="N", help="rollouts to project, e.g. 1000000 or 1e6"
+        "--rollouts", type=COUNT, metavar="N", help="rollouts to project, e.g. 1000000 or 1e6"
     )
-    proj.add_argument("--steps", type=_count, metavar="S", help="steps (tool calls) per rollout")
-    proj.add_argument(
-        "--think-time",
-        type=_seconds,
-        metavar="SECONDS",
-        help="agent think time per step, added to worker-hours (not to tax-hours)",
-    )
-    proj.add_argument(
-        "--fleet",
-        type=_count,
-        metavar="W",
-        help="also project wall-clock hours and worker-hours on W concurrent workers, using the "
-        "saved burst level nearest to W (as pytest's --rollout-fleet)",
-    )
+    proj.add_argument("--steps", type=COUNT, metavar="S", help="steps (tool calls) per rollout")
+    flags.THINK_TIME.add_argument(proj)
+    flags.FLEET.add_argument(proj)
     proj.add_argument(
         "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
     )
@@ -169,14 +135,7 @@ def build_parser() -> Parser:
         epilog=EPILOG,
     )
     cal.add_argument("run", metavar="RUN", help="the saved run: a NAME or a PATH")
-    cal.add_argument(
-        "--fail",
-        action="append",
-        default=[],
-        required=True,
-        metavar="METRIC.STAT:THRESHOLD",
-        help="a check, as for compare (repeatable), e.g. --fail cold_start.p50:15%%",
-    )
+    flags.FAIL.add_argument(cal, action="append", default=[], required=True)
     cal.add_argument(
         "--slowdown",
         type=_slowdown,
@@ -186,7 +145,7 @@ def build_parser() -> Parser:
     )
     cal.add_argument(
         "--comparisons",
-        type=_count,
+        type=COUNT,
         default=calibrate.DEFAULT_COMPARISONS,
         metavar="N",
         help=f"comparisons per figure, at least {calibrate.MIN_COMPARISONS} (default: %(default)s)",
@@ -233,26 +192,6 @@ def _slowdown(text: str) -> float:
         return calibrate.parse_slowdown(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _count(text: str) -> int:
-    try:
-        number = float(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if not math.isfinite(number) or number < 1 or number != int(number):
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return int(number)
-
-
-def _seconds(text: str) -> float:
-    try:
-        number = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}") from None
-    if not math.isfinite(number) or number < 0:
-        raise argparse.ArgumentTypeError(f"expected seconds >= 0, got {text!r}")
-    return number
 
 
 # -- commands -----------------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""The errors this package raises on purpose; each message is meant for the user."""
+"""Every error this package raises on purpose, in one tree under :class:`RolloutTaxError`.
+
+Each message is meant for the user. An error that is also a builtin kind (a ``ValueError``,
+``LookupError``, ``OSError``, ``TimeoutError``) is one, so callers may catch either.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +37,34 @@ class SandboxError(RolloutTaxError):
 
 class StepTimeout(RolloutTaxError):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""
+
+
+class UsageError(ConfigError):
+    """Bad command-line input to ``python -m pytest_rollout_tax``; one line, exit status 4."""
+
+
+class TrajectoryError(ConfigError):
+    """A trajectory file that cannot be read; the message names the file and the line."""
+
+
+class NotRegularFileError(RolloutTaxError, OSError):
+    """A report's path exists and is not a regular file (a directory, device, fifo, socket)."""
+
+
+class SavedRunError(RolloutTaxError):
+    """A saved run that cannot be used: unreadable, not JSON, wrong schema, bad name."""
+
+
+class NoSavedRun(RolloutTaxError, LookupError):
+    """The requested baseline does not exist (yet): a warning, never a failure."""
+
+
+class HistoryUnavailable(RolloutTaxError):
+    """The change-point detector's packages are not installed."""
+
+
+class PlotsUnavailable(RolloutTaxError):
+    """matplotlib, which draws the HTML report's figures, is not installed."""
 
 
 def reason_of(exc: BaseException) -> str:

@@ -22,6 +22,17 @@ STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 MICROSECONDS = 1e6
 
 
+def rollout_param(substrate: str, round: int) -> str:
+    """The id of the parameter a rollout adds to its test's id: ``<substrate>-<round>``."""
+    return f"{substrate}-{round}"
+
+
+def workload_of(test: str, substrate: str, round: int) -> str:
+    """The workload a rollout ran: its test id without its ``<substrate>-<round>`` parameter,
+    so the rounds of one test on every substrate share it."""
+    return test.replace(rollout_param(substrate, round), "", 1)
+
+
 @dataclass
 class Step:
     """One tool call: its kind, wall-clock seconds, and the exit code of an exec."""

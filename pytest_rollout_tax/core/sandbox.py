@@ -1,9 +1,9 @@
 """The one Sandbox: every step of every backend is checked, timed and recorded here.
 
-A Sandbox joins what a substrate created (a :class:`~pytest_rollout_tax.substrate.Handle`)
-with the transport that reaches it. Its public methods check their arguments against the
-contract (:mod:`pytest_rollout_tax.contract`), time each call to the transport and record it
-in the rollout's :class:`~pytest_rollout_tax.record.Rollout`.
+A Sandbox joins what a substrate created (a :class:`Handle`) with the transport that reaches
+it. Its public methods check their arguments against the contract (:mod:`.contract`), time
+each call to the transport and record it in the rollout's :class:`~.record.Rollout`. It knows
+its substrate only as an :class:`Owner`: a name, and a way to delete what it created.
 """
 
 from __future__ import annotations
@@ -12,15 +12,31 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import SandboxError, SandboxStartError
 from . import contract
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
 
-if TYPE_CHECKING:
-    from .substrate import Handle, Substrate
+
+@dataclass
+class Handle:
+    """What a substrate created for one sandbox; a backend adds what it needs to reach it."""
+
+    #: The sandbox's own name: container id, pod name, instance id, E2B id, local directory.
+    id: str
+    #: Its working directory, where relative paths resolve.
+    workdir: str
+
+
+class Owner(Protocol):
+    """What a Sandbox needs of the substrate that created it."""
+
+    name: str
+
+    def destroy(self, handle: Handle) -> None:
+        """Delete the environment and return once it is gone."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +59,7 @@ class Sandbox:
     def __init__(
         self,
         *,
-        substrate: Substrate,
+        substrate: Owner,
         handle: Handle,
         transport: Transport,
         rollout: Rollout,

@@ -3,7 +3,7 @@
 A backend implements :meth:`Substrate._create` (make one environment, marking the phases of
 its cold start), :meth:`Substrate.destroy`, :meth:`Substrate.reap` and
 :meth:`Substrate._transport` (the data plane of one environment). :meth:`Substrate.start`
-turns those into a timed cold start; the :class:`~pytest_rollout_tax.sandbox.Sandbox` it
+turns those into a timed cold start; the :class:`~.sandbox.Sandbox` it
 returns times every step.
 """
 
@@ -26,7 +26,7 @@ from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
 from .options import parse_options
 from .record import PhaseClock, Rollout
-from .sandbox import Sandbox
+from .sandbox import Handle, Sandbox
 from .transport import Transport
 
 SESSION_LABEL = "rollout-tax.io/session"
@@ -42,16 +42,6 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
-
-
-@dataclass
-class Handle:
-    """What a substrate created for one sandbox; a backend adds what it needs to reach it."""
-
-    #: The sandbox's own name: container id, pod name, instance id, E2B id, local directory.
-    id: str
-    #: Its working directory, where relative paths resolve.
-    workdir: str
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
-"""What one run gathers: its substrates (created on first use), and the rollout records."""
+"""The substrates of one session: one Substrate per selected name, made on first use, with
+their warm pools."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core.record import Rollout
@@ -17,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class SubstratePool:
+class Substrates:
     """One Substrate per name per process, created lazily; a failure to create is remembered."""
 
     specs: dict[str, SubstrateSpec]
@@ -91,6 +93,14 @@ class SubstratePool:
             except RolloutTaxError as exc:
                 log.warning("rollout-tax: could not reap %s: %s", name, exc)
         return removed
+
+    def reap_leftovers(self) -> Iterator[tuple[str, int | RolloutTaxError]]:
+        """Remove what any session left on every substrate: per name, how many, or why not."""
+        for name in self.specs:
+            try:
+                yield name, self.get(name).reap(None)
+            except RolloutTaxError as exc:
+                yield name, exc
 
     def close(self) -> None:
         self.close_pools()

@@ -15,6 +15,7 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..core.record import workload_of
 from ..errors import ConfigError
 from ..report.projection import Scale
 from ..report.sides import Side, rollout_samples, scale_of
@@ -60,14 +61,11 @@ class Population:
 
 
 def populations(report: dict) -> dict[str, Population]:
-    """Every substrate of a report with raw samples, its rollouts grouped by workload.
-
-    A workload is a test id less the plugin's ``<substrate>-<round>`` parameter.
-    """
+    """Every substrate of a report with raw samples, its rollouts grouped by workload."""
     groups: dict[str, dict[str, list[Draw]]] = {}
     for item in report.get("rollouts", []):
         substrate = item["substrate"]
-        workload = item.get("test", "").replace(f"{substrate}-{item.get('round')}", "", 1)
+        workload = workload_of(item.get("test", ""), substrate, item.get("round", 1))
         by_workload = groups.setdefault(substrate, {})
         by_workload.setdefault(workload, []).append(rollout_samples(item))
     return {

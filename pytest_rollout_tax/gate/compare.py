@@ -19,12 +19,13 @@ from typing import Literal
 
 from tabulate import tabulate
 
+from ..core.record import workload_of
 from ..core.stats import STAT_NAMES, min_samples
 from ..errors import ConfigError
+from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
-from ..report.terminal import hours, seconds
+from ..report.units import hours, percent, seconds, value
 from .noise import Evidence, evidence
-from .storage import SAMPLE_METRICS
 
 METRICS = (*SAMPLE_METRICS, "worker_hours")
 STATS = STAT_NAMES
@@ -192,12 +193,6 @@ def judge(
 # -- formatting ---------------------------------------------------------------------------------
 
 
-def value(metric: str, figure: float | None) -> str:
-    if metric == "worker_hours":
-        return "-" if figure is None else f"{hours(figure)} h"
-    return seconds(figure)
-
-
 def change(metric: str, before: float | None, after: float | None) -> str:
     if before is None or after is None:
         return "-"
@@ -208,14 +203,6 @@ def change(metric: str, before: float | None, after: float | None) -> str:
     if metric == "worker_hours":
         return f"{sign}{hours(abs(delta))} h"
     return f"{sign}{seconds(abs(delta))}"
-
-
-def percent(before: float | None, after: float | None) -> str:
-    if before is None or after is None:
-        return "-"
-    if before == 0:
-        return "0.0%" if after == 0 else "n/a"
-    return f"{(after - before) / before:+.1%}"
 
 
 def heading(title: str, width: int = 80) -> str:
@@ -372,4 +359,7 @@ def notes(baseline: dict, current: dict) -> list[str]:
 
 
 def _workloads(report: dict) -> set[str]:
-    return {r.get("test", "").split("[", 1)[0] for r in report.get("rollouts", [])}
+    return {
+        workload_of(r.get("test", ""), r.get("substrate", ""), r.get("round", 1))
+        for r in report.get("rollouts", [])
+    }

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ..errors import RolloutTaxError
+from ..errors import HistoryUnavailable, RolloutTaxError
 from ..report.projection import Scale
 from ..report.sides import Side, project_entry, scale_of
-from .compare import percent, value
+from ..report.units import percent, value
 from .storage import SavedRun, Storage, load
 
 #: A change point counts when the t-test between its neighbouring segments gives p below this
@@ -35,10 +35,6 @@ SERIES = (
       for stat in ("p50", "p95")),
     ("worker_hours", "mean"),
 )  # fmt: skip
-
-
-class HistoryUnavailable(RolloutTaxError):
-    """The change-point detector's packages are not installed."""
 
 
 def require() -> None:

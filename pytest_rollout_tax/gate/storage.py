@@ -20,23 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.stats import STAT_NAMES
-from ..errors import RolloutTaxError
-from ..report.build import READABLE_SCHEMAS, SCHEMA
-from ..report.terminal import NotRegularFileError, report_target, write_json
+from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
+from ..report.files import report_target, write_json
+from ..report.schema import READABLE_SCHEMAS, SAMPLE_METRICS, SCHEMA
 
 DEFAULT_STORAGE = ".rollout-tax"
-#: The STATS entries of a ``substrates[NAME]`` report entry, each backed by raw samples.
-SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 AUTOSAVE_PATTERN = re.compile(r"(\d{4,})_.+")
-
-
-class SavedRunError(RolloutTaxError):
-    """A saved run that cannot be used: unreadable, not JSON, wrong schema, bad name."""
-
-
-class NoSavedRun(LookupError):
-    """The requested baseline does not exist (yet): a warning, never a failure."""
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 
+from .. import flags
 from ..errors import ConfigError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
+from ..gate.storage import DEFAULT_STORAGE
 from ..replay import MODES, Mode
 from ..report import plots
 from ..report.aggregate import STEP_CHOICES
+from ..report.files import check_report_path
 from ..report.projection import Scale
-from ..report.terminal import check_report_path
 from ..substrates.registry import Registry
 from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .gating import Gate
@@ -43,9 +45,9 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
     ("--rollout-project", {"metavar": "NxS"},
      "project worker-hours for N rollouts of S steps (default 1000000x150; "
      "N alone: S from each marker's steps)", "string", "1000000x150"),
-    ("--rollout-think-time", {"metavar": "SECONDS"},
-     "agent think time per step added to projected worker-hours (default: the replayed "
-     "trajectories' recorded think time, else 0)", "string", None),
+    (flags.THINK_TIME.plugin, {"metavar": flags.THINK_TIME.metavar},
+     f"{flags.THINK_TIME.help} (default: the replayed trajectories' recorded think time, "
+     "else none)", "string", None),
     ("--rollout-replay", {"action": "append", "metavar": "PATH"},
      "replay the recorded agent trajectories in PATH, a file or a directory (repeatable); "
      "*.traj and *.traj.json files are replayed wherever pytest collects", "paths", []),
@@ -57,9 +59,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "before the tests, start N sandboxes at once on each selected substrate, up to their "
      "first no-op exec, then tear them down; each level in turn, e.g. 1,4,16 (default: none)",
      "string", ""),
-    ("--rollout-fleet", {"metavar": "W"},
-     "also project wall-clock hours and worker-hours on W concurrent workers, using the burst "
-     "level nearest to W when one was measured (default: none)", "string", ""),
+    (flags.FLEET.plugin, {"metavar": flags.FLEET.metavar}, f"{flags.FLEET.help} (default: none)",
+     "string", ""),
     ("--rollout-json", {"metavar": "PATH"},
      "write the full report (schema rollout-tax/2) to PATH", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
@@ -73,13 +74,12 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "save this run as STORAGE/NAME.json for later comparison", "string", None),
     ("--rollout-autosave", {"action": "store_true", "default": None},
      "save this run as STORAGE/NNNN_<commit-or-time>.json", "bool", False),
-    ("--rollout-storage", {"metavar": "DIR"},
-     "where saved runs live (default .rollout-tax/)", "string", ".rollout-tax"),
+    (flags.STORAGE.plugin, {"metavar": flags.STORAGE.metavar}, flags.STORAGE.help,
+     "string", DEFAULT_STORAGE),
     ("--rollout-compare", {"nargs": "?", "const": "", "metavar": "NAME|PATH"},
      "compare with a saved run (default: the newest one)", "string", None),
-    ("--rollout-compare-fail", {"action": "append", "metavar": "METRIC.STAT:THRESHOLD"},
-     "fail the run when a metric regressed past a threshold, e.g. cold_start.p95:15%% "
-     "or action.p50:5ms (repeatable)", "linelist", []),
+    (flags.FAIL.plugin, {"action": "append", "metavar": flags.FAIL.metavar}, flags.FAIL.help,
+     "linelist", []),
     ("--rollout-history-fail", {"action": "store_true", "default": None},
      "fail the run when the run just saved starts a new change point (a slowdown) in the "
      "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
@@ -175,11 +175,8 @@ class Settings:
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
             bursts = _burst_levels(str(option(config, "--rollout-burst") or ""))
-            fleet = (
-                number(config, "--rollout-fleet", int, 1)
-                if str(option(config, "--rollout-fleet") or "").strip()
-                else None
-            )
+            fleet_text = str(option(config, flags.FLEET.plugin) or "").strip()
+            fleet = flags.FLEET.value(fleet_text, flags.FLEET.plugin) if fleet_text else None
             html_path = option(config, "--rollout-html")
             if html_path:
                 where = f"--rollout-html={html_path}"
@@ -188,9 +185,10 @@ class Settings:
                     plots.require()
                 except plots.PlotsUnavailable as exc:
                     raise ValueError(f"{where}: {exc}") from None
+            think_text = option(config, flags.THINK_TIME.plugin)
             think = None
-            if option(config, "--rollout-think-time") is not None:
-                think = number(config, "--rollout-think-time", float, 0)
+            if think_text is not None:
+                think = flags.THINK_TIME.value(str(think_text), flags.THINK_TIME.plugin)
             scale = Scale.parse(
                 str(option(config, "--rollout-project")), think, "--rollout-project"
             )

@@ -6,16 +6,12 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import ConfigError
+from ..errors import TrajectoryError
 
 #: The harness formats a trajectory file may be in.
 Format = Literal["mini-swe-agent", "swe-agent", "openai-messages", "rollout-tax"]
 #: The editor commands emulated with the sandbox's file API.
 EDIT_COMMANDS = ("create", "view", "str_replace", "insert")
-
-
-class TrajectoryError(ConfigError):
-    """A trajectory file that cannot be read; the message names the file and the line."""
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,7 @@ from .projection import (
     tax_hours,
     worker_hours,
 )
-
-SCHEMA = "rollout-tax/2"
-#: Older schemas this version still reads (saved runs, baselines).
-READABLE_SCHEMAS = ("rollout-tax/1", SCHEMA)
+from .schema import SCHEMA
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from . import plots
+from .files import write_atomically
 from .sides import Side, decompose_entry, scale_of, sides
-from .terminal import hours, ratio, seconds, shares_line, write_atomically
+from .terminal import shares_line
+from .units import hours, ratio, seconds
 
 CSS = """
 :root { color-scheme: light; --muted: #555; --line: #ddd; }

@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import RolloutTaxError
-from .terminal import PART_LABELS
+from ..errors import PlotsUnavailable
+from .units import PART_LABELS
 
 #: Points drawn per ECDF curve at most: a 10,000-rollout run stays a small page.
 ECDF_POINTS = 300
@@ -35,10 +35,6 @@ _STYLE = {
     "grid.alpha": 0.3,
 }
 _SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
-
-
-class PlotsUnavailable(RolloutTaxError):
-    """matplotlib, which draws the HTML report's figures, is not installed."""
 
 
 def require() -> Any:

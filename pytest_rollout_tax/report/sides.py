@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from ..core.record import step_walls
 from ..core.stats import Stats
-from ..gate.storage import SAMPLE_METRICS
 from .build import (
     pool_idle_per_rollout,
     project_decomposition,
@@ -16,6 +15,7 @@ from .build import (
     project_worker_hours,
 )
 from .projection import Scale
+from .schema import SAMPLE_METRICS
 
 
 @dataclass(frozen=True)

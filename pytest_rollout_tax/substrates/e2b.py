@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.record import PhaseClock
-from ..core.substrate import SESSION_LABEL, Handle, Substrate, SubstrateOptions
+from ..core.sandbox import Handle
+from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
 from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import (
     ConfigError,

@@ -22,8 +22,9 @@ from pathlib import Path
 
 from ..core.contract import file_error
 from ..core.record import PhaseClock
+from ..core.sandbox import Handle
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
-from ..core.substrate import Handle, Substrate, SubstrateOptions, process_alive
+from ..core.substrate import Substrate, SubstrateOptions, process_alive
 from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import SandboxStartError
 

@@ -12,7 +12,7 @@ from pytest_rollout_tax.gate import storage
 from pytest_rollout_tax.gate.compare import Verdict
 from pytest_rollout_tax.gate.storage import SavedRunError
 from pytest_rollout_tax.plugin.gating import Gate, check_compare
-from pytest_rollout_tax.report.build import SCHEMA
+from pytest_rollout_tax.report.schema import SCHEMA
 
 
 def gate(tmp_path, **options) -> Gate:

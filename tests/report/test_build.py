@@ -8,8 +8,9 @@ from support.reports import rollout
 from pytest_rollout_tax.core.record import Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
-from pytest_rollout_tax.report.build import SCHEMA, Fleet, build_report
+from pytest_rollout_tax.report.build import Fleet, build_report
 from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.schema import SCHEMA
 from pytest_rollout_tax.report.terminal import render_summary
 
 STATS_KEYS = {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}

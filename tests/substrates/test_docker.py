@@ -34,7 +34,7 @@ from pytest_rollout_tax.errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from pytest_rollout_tax.report.terminal import ratio as format_ratio
+from pytest_rollout_tax.report.units import ratio as format_ratio
 from pytest_rollout_tax.substrates.docker import (
     DEFAULT_IMAGE,
     OWNER_LABEL,

@@ -318,7 +318,7 @@ SESSION_HOOK = """
 def pytest_sessionstart(session):
     plugin = session.config.pluginmanager.get_plugin("rollout-tax")
     with open("session", "w") as out:
-        out.write(plugin.pool.session_id)
+        out.write(plugin.session.substrates.session_id)
 """
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.substrate import Handle
+from ...core.sandbox import Handle
 from ...core.transport import RawResult
 from ...errors import SandboxError
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...core.record import PhaseClock
+from ...core.sandbox import Handle
 from ...core.shell import ShellSession
-from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Handle, Substrate
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import ConfigError, RolloutTaxError, SandboxError, SandboxStartError
 from .aws import FAILURES, EC2Api, error_code

@@ -15,12 +15,11 @@ watches, errors), :mod:`.events`, :mod:`.exec_ws` (the websocket), :mod:`.exec_t
 from __future__ import annotations
 
 from .api import ApiError
-from .config import KubernetesOptions
+from .config import KubernetesOptions, toleration
 from .events import go_duration_seconds
 from .exec_transport import PodExec, PodHandle
 from .exec_ws import ExecStream
 from .lifecycle import KubernetesSubstrate
-from .manifest import toleration
 
 __all__ = [
     "ApiError",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -11,7 +13,29 @@ from ...core.substrate import SubstrateOptions
 from ...core.transport import one_line
 from ...errors import ConfigError, CredentialsMissing, SubstrateUnavailable
 from .client import ConfigException, k8s_client, k8s_config, yaml
-from .manifest import toleration
+
+
+def toleration(item: str | Mapping[str, Any]) -> dict[str, Any]:
+    """A toleration from ``key[=value][:Effect]`` (kubectl taint syntax) or a mapping."""
+    if isinstance(item, Mapping):
+        result = dict(item)
+        if "tolerationSeconds" in result:
+            result["tolerationSeconds"] = int(result["tolerationSeconds"])
+        return result
+    match = re.fullmatch(
+        r"([^=:\s]+)(?:=([^:\s]*))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?", item
+    )
+    if not match:
+        raise ValueError(
+            f"toleration {item!r}: expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute]"
+        )
+    key, value, effect = match.groups()
+    result: dict[str, Any] = {"key": key, "operator": "Equal" if value is not None else "Exists"}
+    if value is not None:
+        result["value"] = value
+    if effect:
+        result["effect"] = effect
+    return result
 
 
 @dataclass

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ...core.contract import READ_SCRIPT, WRITE_SCRIPT, file_error_for
-from ...core.substrate import Handle
+from ...core.sandbox import Handle
 from ...core.transport import (
     NOOP,
     RawResult,

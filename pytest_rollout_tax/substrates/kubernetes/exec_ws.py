@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.shell import SHELL, STDERR, STDOUT, Duplex
 from ...core.transport import RawResult, not_started, one_line
-from ...errors import SandboxError
+from ...errors import SandboxError, StepTimeout
 from .api import EXEC, Api
 from .client import (
     ABNF,
@@ -36,7 +36,7 @@ STDIN_CHUNK = 256 * 1024
 _DATA = (ABNF.OPCODE_BINARY, ABNF.OPCODE_TEXT)
 
 
-class Deadline(Exception):
+class Deadline(StepTimeout):
     """The client-side deadline of an exec passed (or no frame came for its idle time)."""
 
 

@@ -4,47 +4,21 @@ from __future__ import annotations
 
 import copy
 import posixpath
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ...core.transport import one_line
 from ...errors import ConfigError
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
 from .client import yaml
-
-if TYPE_CHECKING:
-    from .config import KubernetesOptions
+from .config import KubernetesOptions, toleration
 
 DEFAULT_WORKDIR = "/workspace"
 CONTAINER = "sandbox"
 #: What the API server assigns; a template's values are dropped.
 _ASSIGNED = ("name", "generateName", "namespace", "uid", "resourceVersion", "creationTimestamp")
-
-
-def toleration(item: str | Mapping[str, Any]) -> dict[str, Any]:
-    """A toleration from ``key[=value][:Effect]`` (kubectl taint syntax) or a mapping."""
-    if isinstance(item, Mapping):
-        result = dict(item)
-        if "tolerationSeconds" in result:
-            result["tolerationSeconds"] = int(result["tolerationSeconds"])
-        return result
-    match = re.fullmatch(
-        r"([^=:\s]+)(?:=([^:\s]*))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?", item
-    )
-    if not match:
-        raise ValueError(
-            f"toleration {item!r}: expected key[=value][:NoSchedule|PreferNoSchedule|NoExecute]"
-        )
-    key, value, effect = match.groups()
-    result: dict[str, Any] = {"key": key, "operator": "Equal" if value is not None else "Exists"}
-    if value is not None:
-        result["value"] = value
-    if effect:
-        result["effect"] = effect
-    return result
 
 
 @dataclass(frozen=True)

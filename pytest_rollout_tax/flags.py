@@ -1,0 +1,112 @@
+"""The options the pytest plugin and the command line share, each declared once with the one
+function that parses its value: ``--rollout-fleet 1e3`` and ``project --fleet 1e3`` agree.
+
+The plugin spells a flag ``--rollout-<stem>`` (and its ini twin ``rollout_<stem>``), the
+command line ``--<stem>``, as pytest-benchmark's ``add_display_options(addoption, prefix)``
+does; ``--rollout-compare-fail`` is the command line's ``--fail``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: The largest count an option takes (rollouts to project, workers, comparisons, ...).
+MAX_COUNT = 10**12
+
+
+def count(text: str, ceiling: int = MAX_COUNT) -> int:
+    """A whole number from 1 to ``ceiling``: ``1000``, ``1_000`` or ``1e3``."""
+    try:
+        number = float(str(text).replace("_", ""))
+    except ValueError:
+        raise ValueError(f"expected a positive whole number, got {text!r}") from None
+    if not math.isfinite(number) or number < 1 or number != int(number):
+        raise ValueError(f"expected a positive whole number, got {text!r}")
+    if number > ceiling:
+        raise ValueError(f"{text!r} is more than the most this option takes, {ceiling:,}")
+    return int(number)
+
+
+def seconds(text: str) -> float:
+    """A finite number of seconds, 0 or more: ``0``, ``2.5``, ``1e-3``."""
+    try:
+        number = float(text)
+    except ValueError:
+        raise ValueError(f"expected seconds >= 0, got {text!r}") from None
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"expected seconds >= 0, got {text!r}")
+    return number
+
+
+@dataclass(frozen=True)
+class Flag:
+    """An option both front ends have."""
+
+    stem: str
+    metavar: str
+    help: str
+    #: Parses the option's text (a ValueError's message says what was expected), or None.
+    parse: Callable[[str], Any] | None = None
+    #: The command line's stem, where it differs from the plugin's.
+    cli_stem: str | None = None
+
+    @property
+    def plugin(self) -> str:
+        return f"--rollout-{self.stem}"
+
+    @property
+    def cli(self) -> str:
+        return f"--{self.cli_stem or self.stem}"
+
+    def value(self, text: str, spelled: str) -> Any:
+        """``text`` parsed; a ValueError names the flag as ``spelled`` (``--rollout-fleet``)."""
+        if self.parse is None:
+            return text
+        try:
+            return self.parse(text)
+        except ValueError as exc:
+            raise ValueError(f"{spelled}={text!r}: {exc}") from None
+
+    def add_argument(self, parser: argparse.ArgumentParser, **kwargs: Any) -> None:
+        """Add this flag to a command-line parser, parsed by the flag's own function."""
+        kind = argparse_type(self.parse) if self.parse else None
+        parser.add_argument(self.cli, metavar=self.metavar, help=self.help, type=kind, **kwargs)
+
+
+def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` as an argparse ``type``: its ValueError becomes argparse's usage error."""
+
+    def convert(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
+
+
+STORAGE = Flag("storage", "DIR", "where saved runs live (default .rollout-tax/)")
+FLEET = Flag(
+    "fleet",
+    "W",
+    "also project wall-clock hours and worker-hours on W concurrent workers, using the burst "
+    "level nearest to W when one was measured",
+    parse=count,
+)
+THINK_TIME = Flag(
+    "think-time",
+    "SECONDS",
+    "agent think time per step, added to projected worker-hours, not to tax-hours",
+    parse=seconds,
+)
+FAIL = Flag(
+    "compare-fail",
+    "METRIC.STAT:THRESHOLD",
+    "fail when METRIC.STAT regressed past THRESHOLD, a percentage of the baseline (15%%) or "
+    "an absolute us, ms, s, min or h (5ms), e.g. cold_start.p95:15%% (repeatable)",
+    cli_stem="fail",
+)

@@ -1,0 +1,73 @@
+"""One rollout as pytest sees it: its target, its record in the item's stash, its failures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NoReturn
+
+import pytest
+
+from ..core.record import Rollout, rollout_param, workload_of
+from ..core.sandbox import Sandbox
+from ..errors import CredentialsMissing, RolloutTaxError, reason_of
+from .marker import Trajectory
+from .order import Slot
+
+#: The record of the rollout an item runs, from its ``sandbox`` fixture to its teardown report.
+rollout_key = pytest.StashKey[Rollout]()
+#: The parameter every rollout test is parametrized with (a :class:`Target`).
+TARGET_PARAM = "_rollout_target"
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one parametrized test instance runs on."""
+
+    substrate: str
+    round: int
+    trajectory: Trajectory
+
+    @property
+    def id(self) -> str:
+        return rollout_param(self.substrate, self.round)
+
+
+def target_of(item: pytest.Item) -> Target | None:
+    """The target an item was parametrized with, or None (not a rollout test)."""
+    callspec = getattr(item, "callspec", None)
+    target = callspec.params.get(TARGET_PARAM) if callspec else None
+    return target if isinstance(target, Target) else None
+
+
+def slot(item: pytest.Item) -> Slot | None:
+    """An item's place in the round-robin: (round, workload, substrate), or None."""
+    target = target_of(item)
+    if target is None:
+        return None
+    return target.round, workload_of(item.nodeid, target.substrate, target.round), target.substrate
+
+
+def close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:
+    """Close ``sandbox``; return (not raise) a RolloutTaxError, so it reports as one line."""
+    try:
+        sandbox.close()
+    except RolloutTaxError as exc:
+        return exc
+    return None
+
+
+def skip_or_fail(error: RolloutTaxError) -> NoReturn:
+    """Skip a rollout for missing credentials; fail it with a one-line reason otherwise."""
+    if isinstance(error, CredentialsMissing):
+        pytest.skip(str(error))
+    pytest.fail(str(error), pytrace=False)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """A short, countable reason: the message of our errors (sandbox ids as ``<id>``, as
+    bursts and pools count them), the type of a workload's."""
+    if isinstance(exc, RolloutTaxError):
+        return reason_of(exc)
+    if isinstance(exc, pytest.fail.Exception):
+        return str(exc).splitlines()[0][:200] if str(exc) else "failed"
+    return f"test failed: {type(exc).__name__}"

@@ -1,0 +1,207 @@
+"""The rollout-tax side of one pytest session: what it gathers while tests run, and its end.
+
+:class:`RolloutTaxSession` is the one object behind the hooks (as pytest-benchmark's
+``BenchmarkSession`` is): it holds the session's substrates and the records of its rollouts,
+and at the end :meth:`~RolloutTaxSession.finish` releases every sandbox, builds the report,
+writes its files and judges it, and :meth:`~RolloutTaxSession.display` prints the summary.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from .. import __version__
+from ..core.record import Rollout
+from ..errors import CredentialsMissing, RolloutTaxError, reason_of
+from ..fleet import burst
+from ..fleet.pool import PoolStats
+from ..fleet.substrates import Substrates
+from ..gate import compare, history
+from ..report import html
+from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
+from ..report.build import Fleet, for_saving, summarize
+from ..report.files import write_json
+from ..report.machine import commit_info, machine_info
+from ..report.terminal import render_summary
+from . import xdist
+from .gating import Verdict
+from .progress import ColdStartProgress
+from .settings import Settings
+
+
+class RolloutTaxSession:
+    """One pytest process's rollouts (controller, xdist worker or serial run) and their end."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, substrates: Substrates) -> None:
+        self.config = config
+        self.settings = settings
+        self.substrates = substrates
+        self.is_worker = hasattr(config, "workerinput")
+        #: Finished rollouts, from teardown reports (this process's or an xdist worker's).
+        self.aggregate = Aggregate(STEP_CHOICES[settings.json_steps] or GATE_COLUMNS)
+        #: Rollouts started in this process and not yet torn down.
+        self.running: list[Rollout] = []
+        #: Burst levels measured before the tests, by substrate.
+        self.bursts: dict[str, list[dict]] = {}
+        #: Warm pools' stats records, by substrate (xdist: one per worker).
+        self.pool_records: dict[str, list[dict]] = {}
+        #: Each measured substrate's control plane, timed at the end of the session.
+        self.control_planes: dict[str, dict] = {}
+        self.progress = ColdStartProgress(None)
+        #: The session's report, once :meth:`finish` has made it.
+        self.report: dict | None = None
+        self.summary_lines: list[str] = []
+        self.regression_lines: list[str] = []
+
+    # -- while the tests run ---------------------------------------------------------------
+
+    def run_bursts(self) -> None:
+        """Measure ``--rollout-burst`` on every selected substrate, before the tests."""
+        for name in self.settings.specs:
+            self.bursts[name] = self._burst(name)
+
+    def _burst(self, name: str) -> list[dict]:
+        """The burst levels of substrate ``name``: none without credentials (its rollouts are
+        skipped too), and every start failed on a substrate that is unusable otherwise."""
+        try:
+            substrate = self.substrates.get(name)
+        except CredentialsMissing:
+            return []
+        except RolloutTaxError as exc:
+            return [
+                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n})).to_dict()
+                for n in self.settings.bursts
+            ]
+        return [level.to_dict() for level in burst.run(substrate, self.settings.bursts)]
+
+    def add_pool_records(self, records: dict[str, list[dict]]) -> None:
+        """Warm-pool stats from a process that used the substrates (this one or a worker)."""
+        for name, stats in records.items():
+            self.pool_records.setdefault(name, []).extend(stats)
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def finish(self, exitstatus: int) -> int:
+        """End the session: release every sandbox, then (controller or serial run) build the
+        report, write its files and judge it. Returns the session's exit status."""
+        self._release()
+        if self.is_worker:
+            xdist.hand_over(self.config, xdist.POOLS_KEY, self.pool_records)
+        if self.is_worker or not self.aggregate:
+            return exitstatus
+        report = self.report = self.summarize()
+        self.summary_lines = render_summary(report)
+        self.summary_lines += self._write_json(report)
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        verdict = self.settings.gate.finish(for_saving(report), save=not interrupted)
+        self.summary_lines += verdict.summary
+        self.regression_lines = verdict.regression
+        failed = verdict.failed or bool(report["shared_sandboxes"])
+        if self.settings.history_fail:
+            failed = self._history_gate(verdict.saved) or failed
+        if self.settings.html_path:
+            self.summary_lines.append(self._write_html(report, verdict))
+        if failed and exitstatus == pytest.ExitCode.OK:
+            return pytest.ExitCode.TESTS_FAILED
+        return exitstatus
+
+    def display(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Print the summary, and the regressions the gate found."""
+        if not self.summary_lines:
+            return
+        terminalreporter.write_sep("=", "rollout tax")
+        for line in self.summary_lines:
+            terminalreporter.write_line(line)
+        if self.regression_lines:
+            terminalreporter.write_sep("=", compare.REGRESSION_HEADING, red=True)
+            for line in self.regression_lines:
+                terminalreporter.write_line(line)
+
+    def summarize(self) -> dict:
+        """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
+        return summarize(
+            self.aggregate,
+            self.settings.scale,
+            plugin_version=__version__,
+            machine=machine_info(),
+            commit=commit_info(self.config.rootpath),
+            steps=self.settings.json_steps,
+            fleet=Fleet(
+                bursts=self.bursts,
+                pools={n: PoolStats.merge(r) for n, r in self.pool_records.items() if r},
+                workers=self.settings.fleet,
+            ),
+            control_planes=self.control_planes,
+        )
+
+    def _release(self) -> None:
+        """Destroy unclaimed pooled sandboxes and whatever this session left, time the control
+        planes, and record the rollouts an interruption left running."""
+        self.progress.close()
+        for name, stats in self.substrates.close_pools().items():
+            self.pool_records.setdefault(name, []).append(stats.to_record())
+        if not self.is_worker:
+            # xdist workers share one session id: a worker that finishes first must not reap
+            # the sandboxes other workers still use (the controller reaps after a crash).
+            self.substrates.reap_session()
+            self.control_planes = self._control_planes()
+        self.substrates.close()
+        for rollout in self.running:  # the session was interrupted while these ran
+            rollout.outcome = "interrupted"
+            self.aggregate.add(rollout.to_dict())
+
+    def _control_planes(self) -> dict[str, dict]:
+        """Each measured substrate's control plane, timed from this process (the client)."""
+        planes = {}
+        for name in self.aggregate.samples:
+            try:
+                plane = self.substrates.get(name).control_plane()
+            except RolloutTaxError:  # e.g. no credentials: it measured nothing either
+                continue
+            if plane is not None:
+                planes[name] = plane.to_dict()
+        return planes
+
+    def _write_json(self, report: dict) -> list[str]:
+        """Write ``--rollout-json``; the line saying where, or why not."""
+        path = self.settings.json_path
+        if not path:
+            return []
+        try:
+            written = write_json(path, report)
+        except OSError as exc:
+            return [f"rollout-tax: error: cannot write {path}: {exc.strerror or exc}"]
+        return [f"report written to {written}"]
+
+    def _write_html(self, report: dict, verdict: Verdict) -> str:
+        """Write the HTML page of ``report`` (with the baseline and the gate's verdict, if any)."""
+        gate = self.settings.gate
+        baseline = gate.baseline
+        try:
+            page = html.render(
+                report,
+                baseline=baseline.report if baseline else None,
+                baseline_label=baseline.label if baseline else "",
+                verdict=verdict.lines if gate.compare is not None else (),
+            )
+            path = html.write(self.settings.html_path, page)
+        except OSError as exc:
+            return (
+                f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
+            )
+        return f"HTML report written to {path}"
+
+    def _history_gate(self, saved: tuple) -> bool:
+        """Add the history gate's lines; whether it found a new slowdown."""
+        if not saved:
+            self.summary_lines.append(
+                "rollout-tax: --rollout-history-fail has no effect: this run was not saved "
+                "(add --rollout-autosave)"
+            )
+            return False
+        lines, regression = history.new_change_points(self.settings.gate.storage, saved)
+        self.summary_lines += lines
+        self.regression_lines = [*self.regression_lines, *regression]
+        return bool(regression)

@@ -1,0 +1,60 @@
+"""pytest-xdist: what a worker hands its controller, and the controller's hooks.
+
+The workers' records arrive with their teardown reports (``pytest_runtest_logreport``), so a
+worker that crashes loses only the rollout it was running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ..fleet.substrates import Substrates
+
+#: The controller's session id, handed to every worker (they label sandboxes alike).
+SESSION_ID_KEY = "rollout_tax_session"
+#: A worker's marker errors, raised on the controller.
+USAGE_ERRORS_KEY = "rollout_tax_usage_errors"
+#: A worker's warm-pool stats, merged on the controller.
+POOLS_KEY = "rollout_tax_pools"
+
+
+def controller_session_id(config: pytest.Config) -> str | None:
+    """The session id an xdist worker was handed; None outside a worker."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput[SESSION_ID_KEY] if workerinput else None
+
+
+def hand_over(config: pytest.Config, key: str, value: Any) -> None:
+    """Send ``value`` from a worker to its controller, which reads it when the worker ends."""
+    config.workeroutput[key] = value
+
+
+class XdistController:
+    """Controller-side hooks: hand the session id out, gather what workers send, reap after
+    a crashed worker."""
+
+    def __init__(
+        self, substrates: Substrates, add_pool_records: Callable[[dict[str, list[dict]]], None]
+    ) -> None:
+        self.substrates = substrates
+        self.add_pool_records = add_pool_records
+        self.crashed = False
+
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[SESSION_ID_KEY] = self.substrates.session_id
+
+    def pytest_testnodedown(self, node, error) -> None:
+        self.crashed = self.crashed or error is not None
+        output = getattr(node, "workeroutput", {})
+        self.add_pool_records(output.get(POOLS_KEY, {}))  # one warm pool per worker
+        usage_errors = output.get(USAGE_ERRORS_KEY)
+        if usage_errors:  # a bad marker found by the worker's collection
+            raise pytest.UsageError(*usage_errors)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        if self.crashed:  # a worker died without cleaning up: reap what it left
+            self.substrates.reap_session(list(self.substrates.specs))

@@ -1,0 +1,115 @@
+"""The package's layout keeps its promises (docs/architecture.md), read from the source alone."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rollout_tax"
+NAME = PACKAGE.name
+#: The wings, and the only ones that may import pytest.
+WINGS = ("core", "substrates", "fleet", "replay", "report", "gate", "plugin", "integrations")
+PYTEST_WINGS = ("plugin", "integrations")
+MAX_LINES = 500
+MAX_TOP_MODULES = 6
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports(name: str) -> set[str]:
+    """Every module of the package ``name`` imports (type-checking imports too), and every
+    outside top-level package it imports."""
+    path = MODULES[name]
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            submodules = {f"{module}.{alias.name}" for alias in node.names}
+            found |= (submodules & MODULES.keys()) or {module}
+    return {m if m.startswith(NAME) else m.split(".")[0] for m in found} - {name}
+
+
+GRAPH = {name: {m for m in imports(name) if m in MODULES} for name in MODULES}
+
+
+def wing(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in WINGS) else None
+
+
+def cycle() -> list[str] | None:
+    """One import cycle among the package's modules, or None (a package importing its own
+    submodules, as an ``__init__`` re-exporting them does, is no cycle)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for dep in sorted(GRAPH[node]):
+            if dep.startswith(node + ".") or node.startswith(dep + "."):
+                continue
+            if state.get(dep) == 1:
+                return [*stack[stack.index(dep) :], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for name in GRAPH:
+        if name not in state and (found := visit(name)):
+            return found
+    return None
+
+
+def test_the_package_has_no_import_cycle():
+    assert cycle() is None
+
+
+@pytest.mark.parametrize("name", [n for n in MODULES if wing(n) == "core"])
+def test_core_imports_only_core_and_the_errors(name):
+    upward = {m for m in GRAPH[name] if m != f"{NAME}.errors" and wing(m) != "core"}
+    assert not upward, f"{name} imports {sorted(upward)}"
+
+
+def test_only_the_plugin_and_the_integrations_import_pytest():
+    importers = {name for name in MODULES if {"pytest", "_pytest"} & imports(name)}
+    assert importers
+    assert {wing(name) for name in importers} <= set(PYTEST_WINGS), sorted(importers)
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_no_module_is_over_the_line_limit(name):
+    lines = MODULES[name].read_text().count("\n")
+    assert lines <= MAX_LINES, f"{name}: {lines} lines"
+
+
+def test_few_modules_lie_at_the_top_and_each_wing_says_what_it_is_for():
+    top = [path for path in PACKAGE.glob("*.py")]
+    assert len(top) <= MAX_TOP_MODULES, sorted(p.name for p in top)
+    for name in WINGS:
+        docstring = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text()))
+        assert docstring, name
+
+
+def test_the_checks_see_what_they_check():
+    """Guards against a walker that finds nothing: known edges are seen."""
+    assert f"{NAME}.core.record" in GRAPH[f"{NAME}.core.sandbox"]
+    assert f"{NAME}.core.sandbox" in GRAPH[f"{NAME}.core.substrate"]
+    assert "pytest" in imports(f"{NAME}.plugin.hooks")
