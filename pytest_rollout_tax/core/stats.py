@@ -15,10 +15,6 @@ def min_samples(stat: str) -> int:
     return math.ceil(round(1 / (1 - int(stat[1:]) / 100), 9))
 
 
-#: Below this many samples a p95 is mostly the maximum; the summary warns.
-MIN_SAMPLES_FOR_P95 = min_samples("p95")
-
-
 def percentile(sorted_samples: list[float], q: float) -> float:
     """The q-th percentile (0-100) of sorted samples, linearly interpolated (numpy's default)."""
     if not sorted_samples:

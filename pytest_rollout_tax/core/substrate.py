@@ -27,7 +27,7 @@ from . import contract
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
-from .transport import Transport
+from .transport import Transport, without_userinfo
 
 SESSION_LABEL = "rollout-tax.io/session"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
@@ -56,14 +56,6 @@ class ControlPlane:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def without_userinfo(endpoint: str) -> str:
-    """``endpoint`` without a ``user:password@`` part, so no credential reaches a report."""
-    parts = urlsplit(endpoint)
-    if "@" not in parts.netloc:
-        return endpoint
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def is_loopback(endpoint: str) -> bool:

@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
+from urllib.parse import urlsplit
 
 from ..errors import StepTimeout
 from .record import PhaseClock
@@ -132,3 +133,11 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 6:
             text = text.replace(secret, "[REDACTED]")
     return text
+
+
+def without_userinfo(endpoint: str) -> str:
+    """``endpoint`` without a ``user:password@`` part, so no credential reaches a report."""
+    parts = urlsplit(endpoint)
+    if "@" not in parts.netloc:
+        return endpoint
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()

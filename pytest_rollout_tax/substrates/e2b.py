@@ -25,7 +25,7 @@ from typing import Any
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
-from ..core.transport import RawResult, Transport, step_timeout
+from ..core.transport import RawResult, Transport, redact, step_timeout
 from ..errors import (
     ConfigError,
     CredentialsMissing,
@@ -300,8 +300,7 @@ class E2BSubstrate(Substrate):
 
     def redact(self, value: object) -> str:
         """``str(value)`` without the API key in it."""
-        text = str(value)
-        return text.replace(self._key, "[E2B_API_KEY]") if len(self._key) >= 6 else text
+        return redact(str(value), [self._key])
 
     def error(
         self, exc: BaseException, action: str, sandbox_id: str | None = None

@@ -70,7 +70,7 @@ def test_a_loopback_endpoint_is_this_machine(endpoint, loopback, monkeypatch):
 
 
 def test_endpoints_lose_their_credentials():
-    from pytest_rollout_tax.core.substrate import without_userinfo
+    from pytest_rollout_tax.core.transport import without_userinfo
 
     assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
     assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"

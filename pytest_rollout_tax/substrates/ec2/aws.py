@@ -11,7 +11,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import boto3
 import botocore.exceptions as aws_errors
@@ -19,7 +18,7 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config as BotoConfig
 
-from ...core.transport import one_line, redact
+from ...core.transport import one_line, redact, without_userinfo
 from ...errors import (
     ConfigError,
     CredentialsMissing,
@@ -89,7 +88,7 @@ class EC2Api:
         except ValueError as exc:
             raise ConfigError(f"{name}.endpoint_url: {exc}") from None
         #: The endpoint, for messages (without any user:password part).
-        self.url = redact_url(self.client.meta.endpoint_url)
+        self.url = without_userinfo(self.client.meta.endpoint_url)
 
     def call(self, action: str, method: Callable[..., dict], **params: Any) -> dict:
         """``method(**params)``, with every AWS failure turned into one clear error."""
@@ -158,16 +157,6 @@ def error_code(exc: BaseException) -> str | None:
     if not isinstance(exc, aws_errors.ClientError):
         return None
     return str(exc.response.get("Error", {}).get("Code", "Unknown"))
-
-
-def redact_url(url: str) -> str:
-    """``url`` without any user:password part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def _load_secrets(name: str, session: boto3.Session) -> list[str]:
