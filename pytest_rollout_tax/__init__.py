@@ -23,6 +23,7 @@ from .errors import (
     TrajectoryError,
     UsageError,
 )
+from .substrates.hookspecs import hookimpl
 from .substrates.registry import get_substrate
 
 try:
@@ -52,4 +53,5 @@ __all__ = [
     "UsageError",
     "__version__",
     "get_substrate",
+    "hookimpl",
 ]

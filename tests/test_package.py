@@ -30,6 +30,7 @@ PUBLIC = [
     "UsageError",
     "__version__",
     "get_substrate",
+    "hookimpl",
 ]
 
 

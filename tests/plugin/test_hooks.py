@@ -385,7 +385,7 @@ def test_aliases_of_one_substrate_run_once_under_the_first_name(pytester):
 
 
 ALIAS_PLUGIN = """
-from pytest_rollout_tax.substrates.hookspecs import hookimpl
+from pytest_rollout_tax import hookimpl
 
 @hookimpl
 def rollout_tax_substrates():
@@ -515,7 +515,7 @@ def test_an_interrupted_session_still_tears_down_records_and_summarizes(pytester
 
 FLAKY_SUBSTRATE = """
 from pytest_rollout_tax.errors import SandboxError, SubstrateUnavailable
-from pytest_rollout_tax.substrates.hookspecs import hookimpl
+from pytest_rollout_tax import hookimpl
 from pytest_rollout_tax.substrates.local import LocalExec, LocalSubstrate
 
 class FlakyExec(LocalExec):

@@ -124,7 +124,7 @@ def test_the_terminal_line_is_drawn_after_the_current_text_and_leaves_it_as_it_w
 SLOW_PLUGIN = """
 import time
 
-from pytest_rollout_tax.substrates.hookspecs import hookimpl
+from pytest_rollout_tax import hookimpl
 from pytest_rollout_tax.substrates.local import LocalSubstrate
 
 

@@ -44,7 +44,7 @@ def test_installed_packages_add_substrates_through_the_entry_point(tmp_path, mon
     (tmp_path / "fake_substrates.py").write_text(
         textwrap.dedent(
             """
-            from pytest_rollout_tax.substrates.hookspecs import hookimpl
+            from pytest_rollout_tax import hookimpl
             from pytest_rollout_tax.substrates.local import LocalSubstrate
 
             class FakeSubstrate(LocalSubstrate):
