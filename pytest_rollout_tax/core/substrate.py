@@ -189,10 +189,6 @@ class Substrate(ABC):
 
     # -- the cold start --------------------------------------------------------------------
 
-    @property
-    def transport(self) -> str:
-        return self.options.transport
-
     def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
         """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
         timeout = contract.check_timeout(timeout)
@@ -229,7 +225,7 @@ class Substrate(ABC):
 
     def stamp(self, rollout: Rollout) -> Rollout:
         """``rollout`` with this substrate's kind, transport and price filled in."""
-        rollout.kind, rollout.transport = self.kind, self.transport
+        rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour = self.price_per_hour
         return rollout
 

@@ -270,7 +270,7 @@ class LocalSubstrate(Substrate):
         )
 
     def _transport(self, handle: LocalHandle) -> Transport:
-        if self.transport == "session":
+        if self.options.transport == "session":
             return ShellSession(lambda: LocalShell(handle), substrate=self.name)
         return LocalExec(handle, substrate=self.name)
 

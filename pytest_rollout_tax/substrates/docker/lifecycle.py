@@ -116,7 +116,7 @@ class DockerSubstrate(Substrate):
         )
 
     def _transport(self, handle: DockerHandle) -> Transport:
-        if self.transport == "session":
+        if self.options.transport == "session":
             return ShellSession(lambda: DockerShell(handle), substrate=self.name)
         return DockerExec(handle)
 

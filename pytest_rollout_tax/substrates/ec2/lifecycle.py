@@ -106,7 +106,7 @@ class EC2Substrate(Substrate):
         return EC2Handle(id=instance_id, workdir=workdir, link=link)
 
     def _transport(self, handle: EC2Handle) -> Transport:
-        if self.transport == "session":
+        if self.options.transport == "session":
             name = self.name
             return ShellSession(
                 lambda: SSHShell(handle.link.connection(), substrate=name), substrate=name

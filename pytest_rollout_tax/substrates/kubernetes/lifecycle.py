@@ -117,7 +117,7 @@ class KubernetesSubstrate(Substrate):
         )
 
     def _transport(self, handle: PodHandle) -> Transport:
-        if self.transport == "session":
+        if self.options.transport == "session":
             return ShellSession(
                 lambda: ExecStream(self.api, handle.id, handle.container), substrate=self.name
             )
