@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .gate.compare import METRICS, STATS
+
 #: The largest count an option takes (rollouts to project, workers, comparisons, ...).
 MAX_COUNT = 10**12
 
@@ -23,9 +25,9 @@ def count(text: str, ceiling: int = MAX_COUNT) -> int:
     try:
         number = float(str(text).replace("_", ""))
     except ValueError:
-        raise ValueError(f"expected a positive whole number, got {text!r}") from None
+        raise ValueError(f"expected a positive integer, got {text!r}") from None
     if not math.isfinite(number) or number < 1 or number != int(number):
-        raise ValueError(f"expected a positive whole number, got {text!r}")
+        raise ValueError(f"expected a positive integer, got {text!r}")
     if number > ceiling:
         raise ValueError(f"{text!r} is more than the most this option takes, {ceiling:,}")
     return int(number)
@@ -106,7 +108,8 @@ THINK_TIME = Flag(
 FAIL = Flag(
     "compare-fail",
     "METRIC.STAT:THRESHOLD",
-    "fail when METRIC.STAT regressed past THRESHOLD, a percentage of the baseline (15%%) or "
-    "an absolute us, ms, s, min or h (5ms), e.g. cold_start.p95:15%% (repeatable)",
+    f"fail when METRIC.STAT regressed past THRESHOLD (repeatable). METRIC: {', '.join(METRICS)}; "
+    f"STAT: {', '.join(STATS)} (worker_hours: mean only); THRESHOLD: a percentage of the "
+    "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
     cli_stem="fail",
 )

@@ -46,6 +46,6 @@ def test_the_plugin_takes_fleet_in_e_notation_as_project_does(pytester):
 def test_a_bad_fleet_is_one_line_naming_the_flag_on_both_front_ends(pytester):
     result = pytester.runpytest("--rollout-fleet=many")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--rollout-fleet='many': expected a positive whole number*"])
-    with pytest.raises(UsageError, match="--fleet: expected a positive whole number, got 'many'"):
+    result.stderr.fnmatch_lines(["*--rollout-fleet='many': expected a positive integer*"])
+    with pytest.raises(UsageError, match="--fleet: expected a positive integer, got 'many'"):
         build_parser().parse_args(["project", "run", "--fleet", "many"])

@@ -3,25 +3,20 @@ rollout summary and plots in pytest-html's page, the summary in pytest-json-repo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from ..report import html
 from ..report.terminal import render_summary
-from .session import RolloutTaxSession
 
 
 class ReportBridges:
     """The session's report in other plugins' reports."""
 
-    def __init__(self, session: RolloutTaxSession) -> None:
-        self.session = session
-
-    def _report(self) -> dict | None:
-        """The session's report; before the session has made it (these plugins' session-finish
-        hooks may run first), the report of every rollout finished so far."""
-        if self.session.report is not None:
-            return self.session.report
-        return self.session.summarize() if self.session.aggregate else None
+    def __init__(self, current_report: Callable[[], dict | None]) -> None:
+        #: The session's report so far (None before any rollout finished).
+        self._report = current_report
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list) -> None:

@@ -70,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _add_replay_paths(config, settings.replay_paths)
     if session.is_worker:
         return
-    config.pluginmanager.register(ReportBridges(session), "rollout-tax-reports")
+    config.pluginmanager.register(ReportBridges(session.current_report), "rollout-tax-reports")
     if config.pluginmanager.hasplugin("xdist"):
         controller = xdist.XdistController(substrates, session.add_pool_records)
         config.pluginmanager.register(controller, "rollout-tax-xdist")

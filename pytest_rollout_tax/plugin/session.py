@@ -119,6 +119,13 @@ class RolloutTaxSession:
             for line in self.regression_lines:
                 terminalreporter.write_line(line)
 
+    def current_report(self) -> dict | None:
+        """The session's report; before :meth:`finish` has made it (other plugins' session-end
+        hooks may run first), the report of every rollout finished so far (None: none yet)."""
+        if self.report is not None:
+            return self.report
+        return self.summarize() if self.aggregate else None
+
     def summarize(self) -> dict:
         """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
         return summarize(

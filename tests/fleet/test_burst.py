@@ -118,8 +118,8 @@ def test_bursts_through_the_plugin(pytester):
     "args, message",
     [
         (["--rollout-burst=1,0"], "ERROR: --rollout-burst='1,0': expected concurrencies from 1"),
-        (["--rollout-fleet=0"], "ERROR: --rollout-fleet='0': must be at least 1"),
-        (["--rollout-fleet=x"], "ERROR: --rollout-fleet='x': expected a number"),
+        (["--rollout-fleet=0"], "ERROR: --rollout-fleet='0': expected a positive integer*"),
+        (["--rollout-fleet=x"], "ERROR: --rollout-fleet='x': expected a positive integer*"),
     ],
 )
 def test_bad_burst_and_fleet_options_are_usage_errors(pytester, args, message):

@@ -20,7 +20,7 @@ from pytest_rollout_tax.gate.storage import (
     check_name,
     load,
 )
-from pytest_rollout_tax.report import terminal as report_module
+from pytest_rollout_tax.report import files as report_module
 from pytest_rollout_tax.report.build import build_report
 from pytest_rollout_tax.report.projection import Scale
 

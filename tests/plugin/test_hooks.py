@@ -203,8 +203,8 @@ def test_failing_workloads_and_step_timeouts_are_counted_with_reasons(pytester):
         (["--substrate-opt=local"], "ERROR: substrate option 'local': expected NAME.KEY=VALUE*"),
         (["--substrate-opt=local.nope=1"], "ERROR: local.nope: unknown option*"),
         (["--rollout-rounds=0"], "ERROR: --rollout-rounds='0': must be at least 1"),
-        (["--rollout-think-time=soon"], "ERROR: --rollout-think-time='soon': expected a number"),
-        (["--rollout-think-time=nan"], "ERROR: --rollout-think-time='nan': expected a finite*"),
+        (["--rollout-think-time=soon"], "ERROR: --rollout-think-time='soon': expected seconds*"),
+        (["--rollout-think-time=nan"], "ERROR: --rollout-think-time='nan': expected seconds*"),
         (["--rollout-json=."], "ERROR: --rollout-json=.: is a directory; name a file"),
     ],
 )
