@@ -20,6 +20,9 @@ OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us")
 #: Every per-step column, in order.
 STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 MICROSECONDS = 1e6
+#: The moments :meth:`Rollout.stamp` records: the create request, the first no-op's return
+#: (ready), the delete request (teardown) and the environment gone.
+EPOCH_MARKS = ("create", "ready", "teardown", "gone")
 
 
 @dataclass
@@ -64,6 +67,12 @@ class Rollout:
     price_per_hour: float | None = None
     #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
     replay: dict[str, Any] | None = None
+    #: Wall-clock (epoch) seconds of the lifecycle's moments (:data:`EPOCH_MARKS`), so the
+    #: rollouts of several clients can be put on one time line.
+    epoch: dict[str, float] = field(default_factory=dict)
+    #: A merged report's rollout: the shard index that ran it and its client's host hash.
+    shard: int | None = None
+    client: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -74,26 +83,36 @@ class Rollout:
         if self.error is None:
             self.error = reason
 
+    def stamp(self, mark: str) -> None:
+        """Record the epoch time of ``mark`` (one of :data:`EPOCH_MARKS`) now."""
+        self.epoch[mark] = time.time()
+
     def to_dict(self) -> dict[str, Any]:
         """The report's ``rollouts[]`` item: steps as columns; also what xdist ships."""
-        return {
-            "test": self.test,
-            "substrate": self.substrate,
-            "kind": self.kind,
-            "transport": self.transport,
-            "round": self.round,
-            "sandbox_id": self.sandbox_id,
-            "planned_steps": self.planned_steps,
-            "outcome": self.outcome,
-            "cold_start_s": self.cold_start_s,
-            "phases": dict(self.phases),
-            "teardown_s": self.teardown_s,
-            "trajectory_s": self.trajectory_s,
-            "steps": step_columns(self.steps),
-            "action_probes_s": list(self.action_probes_s),
-            "error": self.error,
-            "price_per_hour": self.price_per_hour,
-        } | ({"replay": dict(self.replay)} if self.replay is not None else {})
+        merged = {"shard": self.shard, "client": self.client} if self.client is not None else {}
+        return (
+            {
+                "test": self.test,
+                "substrate": self.substrate,
+                "kind": self.kind,
+                "transport": self.transport,
+                "round": self.round,
+                "sandbox_id": self.sandbox_id,
+                "planned_steps": self.planned_steps,
+                "outcome": self.outcome,
+                "cold_start_s": self.cold_start_s,
+                "phases": dict(self.phases),
+                "teardown_s": self.teardown_s,
+                "trajectory_s": self.trajectory_s,
+                "steps": step_columns(self.steps),
+                "action_probes_s": list(self.action_probes_s),
+                "error": self.error,
+                "price_per_hour": self.price_per_hour,
+                "epoch": dict(self.epoch),
+            }
+            | ({"replay": dict(self.replay)} if self.replay is not None else {})
+            | merged
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:

@@ -35,6 +35,7 @@ from .order import Slot, interleave
 from .progress import ColdStartProgress, TerminalLine
 from .replay_files import ReplayFile, Sources
 from .settings import Settings, add_options, ini_name
+from .shard import Client
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 WORKERINPUT_KEY = "rollout_tax_session"
@@ -90,6 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     plugin = RolloutTaxPlugin(config, settings, pool)
     config.pluginmanager.register(plugin, "rollout-tax")
+    config.pluginmanager.register(plugin.client, "rollout-tax-client")
     _add_replay_paths(config, settings.replay_paths)
     if workerinput is None:
         config.pluginmanager.register(ReportBridges(plugin), "rollout-tax-reports")
@@ -153,6 +155,8 @@ class RolloutTaxPlugin:
         self.control_planes: dict[str, dict] = {}  # timed at the end of the session
         self.progress = ColdStartProgress(None)  # given its terminal line at session start
         self._previous_sigterm: Any = None
+        # this client's shard, synchronized start, workload fingerprint and saturation
+        self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, _slot)
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
@@ -423,6 +427,7 @@ class RolloutTaxPlugin:
                 workers=self.settings.fleet,
             ),
             control_planes=self.control_planes,
+            client=self.client.report(),
         )
 
     def _write_html(self, report: dict, verdict: compare.Verdict) -> str:
