@@ -20,7 +20,7 @@ from .gate import calibrate, compare, history
 from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .report import html as html_report
-from .report import plots
+from .report import merge, plots
 from .report.build import project_fleet, spread_of
 from .report.projection import Scale
 from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
@@ -215,6 +215,40 @@ def build_parser() -> Parser:
         help="keep change points whose t-test gives p below P (default: %(default)s)",
     )
     hist.add_argument("--json", metavar="PATH", help="also write the change points as JSON here")
+
+    mrg = commands.add_parser(
+        "merge",
+        parents=[storage],
+        help="merge the reports of a run's shards (--rollout-shard) into one",
+        description="One report from many shards' saved runs or JSON reports: every rollout "
+        "once, with its shard and client; percentiles and hours recomputed from the raw "
+        "samples; bursts aligned by epoch time. Refused (exit 4): a rollout in two reports, "
+        "different workloads, different projection settings (unless --force). See "
+        "docs/scale-out.md.",
+        epilog=EPILOG,
+    )
+    mrg.add_argument("runs", nargs="+", metavar="RUN", help="a shard's run: a NAME or a PATH")
+    mrg.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report")
+    mrg.add_argument(
+        "--force", action="store_true", help="merge different projection settings (the first's)"
+    )
+    ray = commands.add_parser(
+        "ray",
+        help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
+        description="Run pytest PYTEST_ARGS --rollout-shard K/N for K in 0..N-1 as Ray tasks, "
+        "each in this directory (shipped as the tasks' runtime_env working_dir), then merge "
+        "their reports into OUTPUT and print the merged summary. A failed or lost shard is "
+        "named with its error; the merge of the others is still written, marked incomplete "
+        "(exit 1).",
+        epilog=EPILOG,
+    )
+    ray.add_argument("--address", metavar="ADDR", help="a Ray cluster (default: a local one)")
+    ray.add_argument("--shards", type=_count, required=True, metavar="N", help="shards to run")
+    ray.add_argument(
+        "-o", "--output", default="rollout-tax-merged.json", metavar="PATH",
+        help="the merged report (default: %(default)s)",
+    )  # fmt: skip
+    ray.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS")
     return parser
 
 
@@ -454,6 +488,24 @@ def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
+def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    check_report_path(args.output, f"--output={args.output}")
+    storage = Storage.at(args.storage)
+    runs = [_load_required(storage, ref, "RUN") for ref in args.runs]
+    parts = [merge.Part(str(run.path), run.report) for run in runs]
+    for line in merge.write(parts, args.output, force=args.force):
+        out.write(line + "\n")
+    return compare.EXIT_OK
+
+
+def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .integrations import ray
+
+    check_report_path(args.output, f"--output={args.output}")
+    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return ray.drive(args.address, args.shards, pytest_args, args.output, out)
+
+
 COMMANDS = {
     "compare": run_compare,
     "html": run_html,
@@ -461,6 +513,8 @@ COMMANDS = {
     "project": run_project,
     "calibrate": run_calibrate,
     "history": run_history,
+    "merge": run_merge,
+    "ray": run_ray,
 }
 
 

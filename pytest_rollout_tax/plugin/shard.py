@@ -20,17 +20,13 @@ from typing import Any
 
 import pytest
 
-from ..report.machine import Saturation
+from ..report.machine import CLOCK_NOTE, Saturation
 from ..report.projection import Scale
 
 #: A start further ahead than this is taken for a mistake (a wrong date or unit).
 MAX_WAIT_S = 24 * 3600
 #: A worker's workload fingerprint, sent to the xdist controller.
 WORKLOAD_KEY = "rollout_tax_workload"
-CLOCK_NOTE = (
-    "shards are aligned by their wall clocks: the alignment is only as good as the clients' "
-    "clock sync (NTP, chrony)"
-)
 
 #: An item's place in the run: (round, workload, substrate), or None for a plain test.
 Slot = tuple[int, str, str]

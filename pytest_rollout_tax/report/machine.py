@@ -41,6 +41,11 @@ def machine_info() -> dict:
     }
 
 
+#: What aligning several clients by epoch time is worth (said wherever it is done).
+CLOCK_NOTE = (
+    "shards are aligned by their wall clocks: the alignment is only as good as the clients' "
+    "clock sync (NTP, chrony)"
+)
 #: A client is saturated when it used more than this share of its cores while measuring.
 SATURATED = 0.9
 

@@ -17,6 +17,7 @@ from tabulate import tabulate
 from ..core.stats import min_samples
 from ..errors import ConfigError
 from ..fleet import burst
+from .clients import client_lines
 
 #: The summary fits a terminal this wide.
 WIDTH = 100
@@ -126,6 +127,7 @@ def render_summary(report: dict) -> list[str]:
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
         notes += few_samples_lines(name, sub)
     notes += control_plane_lines(report)
+    notes += client_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
