@@ -144,7 +144,8 @@ def test_a_burst_over_two_shards_started_together_merges_into_one_fleet_wide_lev
     shards = [
         subprocess.Popen(
             [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rollout-burst=3",
-             "--rollout-rounds=2", f"--rollout-start-at={at}", f"--rollout-shard={k}/2", f"--rollout-json=shard{k}.json"],
+             "--rollout-rounds=2", f"--rollout-start-at={at}", f"--rollout-shard={k}/2",
+             f"--rollout-json=shard{k}.json"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )
         for k in range(2)
