@@ -76,8 +76,10 @@ def drive(
     *,
     working_dir: str | os.PathLike[str] = ".",
 ) -> int:
-    """Run the shards on the Ray cluster at ``address`` (None: a local one, or the one this
-    process is connected to), merge them into ``output``; exit 0, or 1 when incomplete."""
+    """Run the shards on the Ray cluster at ``address`` (None: a new local one), shipping
+    ``working_dir``, and merge them into ``output``; exit 0, or 1 when incomplete. A process
+    already connected (``ray.init``) keeps its connection, whose job's ``runtime_env`` carries
+    the workload."""
     check_arguments(pytest_args)
     try:
         import ray
@@ -85,16 +87,15 @@ def drive(
         raise ConfigError(
             "the ray driver needs Ray: pip install 'pytest-rollout-tax[ray]'"
         ) from None
-    runtime_env = {"working_dir": str(working_dir), "excludes": EXCLUDES}
     connected_here = not ray.is_initialized()
-    if connected_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    if connected_here:  # Ray uploads a working_dir only for a whole job
+        runtime_env = {"working_dir": str(working_dir), "excludes": EXCLUDES}
+        ray.init(
+            address=address, runtime_env=runtime_env, include_dashboard=False, log_to_driver=False
+        )
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
-        refs = [
-            task.options(runtime_env=runtime_env).remote(index, shards, pytest_args)
-            for index in range(shards)
-        ]
+        refs = [task.remote(index, shards, pytest_args) for index in range(shards)]
         results = [_result(ray, index, ref) for index, ref in enumerate(refs)]
     finally:
         if connected_here:

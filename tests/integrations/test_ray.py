@@ -1,0 +1,89 @@
+"""The Ray driver on a real local Ray cluster (ray.init here): N shards as Ray tasks, merged;
+a shard that dies is named and the others' merge is still written, marked incomplete."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.workloads import example_modules
+
+from pytest_rollout_tax.cli import main
+from pytest_rollout_tax.integrations.ray import EXCLUDES
+
+ray = pytest.importorskip("ray")
+
+#: A conftest that kills the shard named by --crash-shard before it reports: a lost shard.
+CRASHING_CONFTEST = """\
+import os
+
+
+def pytest_addoption(parser):
+    parser.addoption("--crash-shard")
+
+
+def pytest_configure(config):
+    crash = config.getoption("--crash-shard")
+    if crash is not None and crash == config.getoption("rollout_shard"):
+        print("shard crashed on purpose", flush=True)
+        os._exit(3)
+"""
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory) -> Path:
+    """The example suite in a directory, shipped to a local two-CPU Ray cluster as its job's
+    working_dir."""
+    root = tmp_path_factory.mktemp("ray-workload")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "conftest.py").write_text(CRASHING_CONFTEST)
+    (root / "example_suite").mkdir()
+    for name, text in example_modules().items():
+        (root / "example_suite" / f"{name}.py").write_text(text)
+    ray.init(
+        num_cpus=2,
+        runtime_env={"working_dir": str(root), "excludes": EXCLUDES},
+        include_dashboard=False,
+        log_to_driver=False,
+    )
+    yield root
+    ray.shutdown()
+
+
+def ids(report: dict) -> list[str]:
+    return sorted(f"{r['substrate']}:{r['test']}" for r in report["rollouts"])
+
+
+def test_two_ray_shards_hold_exactly_the_rollouts_of_a_plain_run(workload, tmp_path):
+    out, plain = tmp_path / "merged.json", tmp_path / "plain.json"
+    args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds", "2"]
+    subprocess.run(
+        [sys.executable, "-m", "pytest", *args, f"--rollout-json={plain}"], cwd=workload, check=True
+    )
+    printed = io.StringIO()
+    assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 0
+    merged = json.loads(out.read_text())
+    assert ids(merged) == ids(json.loads(plain.read_text()))
+    assert sorted({r["shard"] for r in merged["rollouts"]}) == [0, 1]
+    assert merged["merge"] == {
+        "parts": 2, "shards": 2, "missing": [], "failed": {}, "incomplete": False,
+        "forced": False, "alignment": None,
+    }  # fmt: skip
+    assert "merged 2 report(s) of 2" in printed.getvalue()
+
+
+def test_a_lost_shard_is_named_and_the_others_are_merged_incomplete(workload, tmp_path):
+    out = tmp_path / "merged.json"
+    args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds=1", "--crash-shard=1/2"]
+    printed = io.StringIO()
+    assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 1
+    text = printed.getvalue()
+    assert "rollout-tax: shard 1/2 failed: pytest exited 3: shard crashed on purpose" in text
+    assert "warning: incomplete: shard 1 of 2 failed" in text
+    merged = json.loads(out.read_text())
+    assert merged["merge"]["incomplete"] and list(merged["merge"]["failed"]) == ["1"]
+    assert {r["shard"] for r in merged["rollouts"]} == {0} and len(merged["rollouts"]) == 1
