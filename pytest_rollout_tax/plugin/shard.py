@@ -60,7 +60,8 @@ class Shard:
     def owners(self, keys: list[tuple[str, int, str]]) -> list[int]:
         """The shard of each item, from its (workload, round, id): workloads by hash, rounds in
         order, dealt round-robin."""
-        order = sorted(range(len(keys)), key=lambda i: (_digest(keys[i][0]), *keys[i][1:]))
+        digests = {workload: _digest(workload) for workload, _, _ in keys}
+        order = sorted(range(len(keys)), key=lambda i: (digests[keys[i][0]], *keys[i][1:]))
         owner = [0] * len(keys)
         for position, item in enumerate(order):
             owner[item] = position % self.count
