@@ -7,7 +7,6 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
-import copy
 import math
 import sys
 from collections.abc import Sequence
@@ -21,9 +20,7 @@ from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .report import html as html_report
 from .report import merge, plots
-from .report.build import project_fleet, spread_of
-from .report.projection import Scale
-from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
+from .report.sides import reproject
 from .report.terminal import check_report_path, render_summary, write_json
 
 PROG = "python -m pytest_rollout_tax"
@@ -410,43 +407,6 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if written:
         out.write(f"report written to {written}\n")
     return compare.EXIT_OK
-
-
-def reproject(
-    report: dict,
-    rollouts: int | None,
-    steps: int | None,
-    think_time_s: float | None,
-    fleet: int | None = None,
-) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
-    cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
-    old = scale_of(report)
-    scale = Scale(
-        rollouts=rollouts if rollouts is not None else old.rollouts,
-        steps=steps if steps is not None else old.steps,
-        think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
-        think_time_source="option" if think_time_s is not None else old.think_time_source,
-    )
-    result = copy.deepcopy(report)
-    workers = fleet if fleet is not None else report["projection"].get("fleet")
-    result["projection"] = {
-        "rollouts": scale.rollouts,
-        "steps": scale.steps,
-        "think_time_s": scale.think_time_s,
-        "think_time_source": scale.think_time_source,
-        "fleet": workers,
-    }
-    for entry in result["substrates"].values():
-        entry["worker_hours"], entry["tax_hours"] = project_entry(entry, scale)
-        if workers is not None:
-            entry["fleet"] = project_fleet(entry, entry_scale(entry, scale), workers)
-        entry["decomposition"] = decompose_entry(entry, scale)
-        if entry.get("price_per_hour") is not None:
-            hours = entry["worker_hours"]
-            entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
-    result["spread"] = spread_of(result["substrates"])
-    return result
 
 
 def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
