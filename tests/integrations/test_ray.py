@@ -34,7 +34,7 @@ def pytest_configure(config):
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def workload(tmp_path_factory) -> Path:
     """The example suite in a directory, shipped to a local two-CPU Ray cluster as its job's
     working_dir."""
@@ -58,7 +58,10 @@ def ids(report: dict) -> list[str]:
     return sorted(f"{r['substrate']}:{r['test']}" for r in report["rollouts"])
 
 
-def test_two_ray_shards_hold_exactly_the_rollouts_of_a_plain_run(workload, tmp_path):
+def test_ray_shards_merge_into_a_plain_run_and_a_lost_shard_is_named(workload, tmp_path):
+    """One test, one Ray cluster (ray.init costs seconds; under xdist two tests could start
+    two): two shards hold exactly the rollouts of a plain run, then a shard that dies is
+    named and the other's merge is written, marked incomplete."""
     out, plain = tmp_path / "merged.json", tmp_path / "plain.json"
     args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds", "2"]
     subprocess.run(
@@ -75,9 +78,7 @@ def test_two_ray_shards_hold_exactly_the_rollouts_of_a_plain_run(workload, tmp_p
     }  # fmt: skip
     assert "merged 2 report(s) of 2" in printed.getvalue()
 
-
-def test_a_lost_shard_is_named_and_the_others_are_merged_incomplete(workload, tmp_path):
-    out = tmp_path / "merged.json"
+    out.unlink()
     args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds=1", "--crash-shard=1/2"]
     printed = io.StringIO()
     assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 1
@@ -87,3 +88,16 @@ def test_a_lost_shard_is_named_and_the_others_are_merged_incomplete(workload, tm
     merged = json.loads(out.read_text())
     assert merged["merge"]["incomplete"] and list(merged["merge"]["failed"]) == ["1"]
     assert {r["shard"] for r in merged["rollouts"]} == {0} and len(merged["rollouts"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--shards", "2", "--", "x", "--rollout-shard=0/2"], "PYTEST_ARGS: --rollout-shard=0/2: "),
+        (["--shards", "0", "--", "x"], "argument --shards: expected a positive integer, got '0'"),
+    ],
+)
+def test_bad_ray_arguments_are_usage_errors_before_any_cluster(argv, message):
+    err = io.StringIO()
+    assert main(["ray", *argv], err=err) == 4
+    assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1
