@@ -17,19 +17,25 @@ from pytest_rollout_tax.integrations.ray import EXCLUDES
 
 ray = pytest.importorskip("ray")
 
-#: A conftest that kills the shard named by --crash-shard before it reports: a lost shard.
+#: A conftest that ends the shard named by --crash-shard before it reports (a failed shard),
+#: or kills the Ray worker running the shard named by --lose-shard (a lost shard).
 CRASHING_CONFTEST = """\
 import os
+import signal
 
 
 def pytest_addoption(parser):
     parser.addoption("--crash-shard")
+    parser.addoption("--lose-shard")
 
 
 def pytest_configure(config):
-    crash = config.getoption("--crash-shard")
-    if crash is not None and crash == config.getoption("rollout_shard"):
+    shard = config.getoption("rollout_shard")
+    if shard is not None and shard == config.getoption("--crash-shard"):
         print("shard crashed on purpose", flush=True)
+        os._exit(3)
+    if shard is not None and shard == config.getoption("--lose-shard"):
+        os.kill(os.getppid(), signal.SIGKILL)  # the Ray worker whose task runs this pytest
         os._exit(3)
 """
 
@@ -88,6 +94,12 @@ def test_ray_shards_merge_into_a_plain_run_and_a_lost_shard_is_named(workload, t
     merged = json.loads(out.read_text())
     assert merged["merge"]["incomplete"] and list(merged["merge"]["failed"]) == ["1"]
     assert {r["shard"] for r in merged["rollouts"]} == {0} and len(merged["rollouts"]) == 1
+
+    args[-1] = "--lose-shard=0/2"
+    printed = io.StringIO()
+    assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 1
+    assert "rollout-tax: shard 0/2 failed: WorkerCrashedError: " in printed.getvalue()
+    assert list(json.loads(out.read_text())["merge"]["failed"]) == ["0"]
 
 
 @pytest.mark.parametrize(
