@@ -171,3 +171,16 @@ def test_a_burst_over_two_shards_started_together_merges_into_one_fleet_wide_lev
     assert level["release_spread_s"] == pytest.approx(
         abs(parts[0]["released_at"] - parts[1]["released_at"])
     )
+
+
+def test_the_ini_twins_select_the_shard_and_the_start(pytester):
+    pytester.makepyfile(test_one="def test_x(sandbox):\n    sandbox.exec('true')\n")
+    at = time.time() - 1  # already past: no wait, and a start in the report
+    pytester.makeini(
+        f"[pytest]\nrollout_shard = 1/2\nrollout_start_at = {at}\nrollout_rounds = 4\n"
+    )
+    result = pytester.runpytest("--rollout-json=r.json")
+    result.assert_outcomes(passed=2, deselected=2)
+    client = json.loads((pytester.path / "r.json").read_text())["client"]
+    assert client["shard"] == {"index": 1, "count": 2} and client["start_at"]["at"] == at
+    result.stdout.fnmatch_lines(["shard 1/2 of workload sha256:* (4 items); merge the shards'*"])
