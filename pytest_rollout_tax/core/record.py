@@ -89,30 +89,28 @@ class Rollout:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's ``rollouts[]`` item: steps as columns; also what xdist ships."""
-        merged = {"shard": self.shard, "client": self.client} if self.client is not None else {}
-        return (
-            {
-                "test": self.test,
-                "substrate": self.substrate,
-                "kind": self.kind,
-                "transport": self.transport,
-                "round": self.round,
-                "sandbox_id": self.sandbox_id,
-                "planned_steps": self.planned_steps,
-                "outcome": self.outcome,
-                "cold_start_s": self.cold_start_s,
-                "phases": dict(self.phases),
-                "teardown_s": self.teardown_s,
-                "trajectory_s": self.trajectory_s,
-                "steps": step_columns(self.steps),
-                "action_probes_s": list(self.action_probes_s),
-                "error": self.error,
-                "price_per_hour": self.price_per_hour,
-                "epoch": dict(self.epoch),
-            }
-            | ({"replay": dict(self.replay)} if self.replay is not None else {})
-            | merged
-        )
+        extra = {"replay": dict(self.replay)} if self.replay is not None else {}
+        if self.client is not None:  # a merged report's rollout
+            extra |= {"shard": self.shard, "client": self.client}
+        return {
+            "test": self.test,
+            "substrate": self.substrate,
+            "kind": self.kind,
+            "transport": self.transport,
+            "round": self.round,
+            "sandbox_id": self.sandbox_id,
+            "planned_steps": self.planned_steps,
+            "outcome": self.outcome,
+            "cold_start_s": self.cold_start_s,
+            "phases": dict(self.phases),
+            "teardown_s": self.teardown_s,
+            "trajectory_s": self.trajectory_s,
+            "steps": step_columns(self.steps),
+            "action_probes_s": list(self.action_probes_s),
+            "error": self.error,
+            "price_per_hour": self.price_per_hour,
+            "epoch": dict(self.epoch),
+        } | extra
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:
