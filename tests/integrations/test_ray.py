@@ -42,21 +42,26 @@ def pytest_configure(config):
 
 @pytest.fixture
 def workload(tmp_path_factory) -> Path:
-    """The example suite in a directory, shipped to a local two-CPU Ray cluster as its job's
-    working_dir."""
+    """The example suite in a directory, with a conftest that can fail or lose a shard."""
     root = tmp_path_factory.mktemp("ray-workload")
     (root / "pytest.ini").write_text("[pytest]\n")
     (root / "conftest.py").write_text(CRASHING_CONFTEST)
     (root / "example_suite").mkdir()
     for name, text in example_modules().items():
         (root / "example_suite" / f"{name}.py").write_text(text)
+    return root
+
+
+@pytest.fixture
+def ray_cluster(workload):
+    """A local two-CPU Ray cluster, started here, with the workload as its job's working_dir."""
     ray.init(
         num_cpus=2,
-        runtime_env={"working_dir": str(root), "excludes": EXCLUDES},
+        runtime_env={"working_dir": str(workload), "excludes": EXCLUDES},
         include_dashboard=False,
         log_to_driver=False,
     )
-    yield root
+    yield
     ray.shutdown()
 
 
@@ -64,17 +69,19 @@ def ids(report: dict) -> list[str]:
     return sorted(f"{r['substrate']}:{r['test']}" for r in report["rollouts"])
 
 
-def test_ray_shards_merge_into_a_plain_run_and_a_lost_shard_is_named(workload, tmp_path):
-    """One test, one Ray cluster (ray.init costs seconds; under xdist two tests could start
-    two): two shards hold exactly the rollouts of a plain run, then a shard that dies is
-    named and the other's merge is written, marked incomplete."""
+def test_the_ray_command_holds_exactly_the_rollouts_of_a_plain_run(workload, tmp_path):
+    """The command as documented, in its own process: it starts a local cluster and ships the
+    current directory as the job's working_dir."""
     out, plain = tmp_path / "merged.json", tmp_path / "plain.json"
     args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds", "2"]
     subprocess.run(
         [sys.executable, "-m", "pytest", *args, f"--rollout-json={plain}"], cwd=workload, check=True
     )
-    printed = io.StringIO()
-    assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 0
+    command = [sys.executable, "-m", "pytest_rollout_tax", "ray", "--shards", "2", "-o", str(out)]
+    done = subprocess.run(
+        [*command, "--", *args], cwd=workload, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
     merged = json.loads(out.read_text())
     assert ids(merged) == ids(json.loads(plain.read_text()))
     assert sorted({r["shard"] for r in merged["rollouts"]}) == [0, 1]
@@ -82,9 +89,13 @@ def test_ray_shards_merge_into_a_plain_run_and_a_lost_shard_is_named(workload, t
         "parts": 2, "shards": 2, "missing": [], "failed": {}, "incomplete": False,
         "forced": False, "alignment": None,
     }  # fmt: skip
-    assert "merged 2 report(s) of 2" in printed.getvalue()
+    assert "merged 2 report(s) of 2" in done.stdout
 
-    out.unlink()
+
+def test_a_failed_and_a_lost_shard_are_named_and_the_other_merged(workload, ray_cluster, tmp_path):
+    """On a cluster this process started (ray.init): a shard whose pytest dies, then one whose
+    Ray worker is killed; each is named and the other shard's merge is written, incomplete."""
+    out = tmp_path / "merged.json"
     args = ["-p", "no:cacheprovider", "example_suite", "--rollout-rounds=1", "--crash-shard=1/2"]
     printed = io.StringIO()
     assert main(["ray", "--shards", "2", "-o", str(out), "--", *args], out=printed) == 1
