@@ -132,7 +132,7 @@ def test_a_saturated_client_is_named():
     assert not any("host1 (shard 1) was saturated" in line for line in lines)
 
 
-def test_compare_project_and_html_read_the_merged_report_unchanged(tmp_path):
+def test_compare_project_html_and_history_read_the_merged_report_unchanged(tmp_path):
     out = tmp_path / "merged.json"
     write(split(2), str(out))
     whole = tmp_path / "whole.json"
@@ -142,3 +142,6 @@ def test_compare_project_and_html_read_the_merged_report_unchanged(tmp_path):
     assert main(["project", str(out), "--rollouts", "10"], out=printed) == 0
     assert main(["html", str(out), str(whole), "-o", str(tmp_path / "m.html")], out=printed) == 0
     assert "10 rollouts x 150 steps" in printed.getvalue()
+    pytest.importorskip("ruptures")
+    assert main(["history", "--storage", str(tmp_path)], out=printed) == 0
+    assert "history of 2 saved run(s)" in printed.getvalue()
