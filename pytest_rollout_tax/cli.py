@@ -7,7 +7,6 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 from collections.abc import Sequence
 from typing import NoReturn, TextIO
@@ -20,11 +19,9 @@ from .gate import calibrate, compare, history
 from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .report import html as html_report
-from .report import plots
-from .report.build import project_fleet, spread_of
+from .report import merge, plots
 from .report.files import check_report_path, write_json
-from .report.projection import Scale
-from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
+from .report.sides import reproject
 from .report.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
@@ -174,6 +171,40 @@ def build_parser() -> Parser:
         help="keep change points whose t-test gives p below P (default: %(default)s)",
     )
     hist.add_argument("--json", metavar="PATH", help="also write the change points as JSON here")
+
+    mrg = commands.add_parser(
+        "merge",
+        parents=[storage],
+        help="merge the reports of a run's shards (--rollout-shard) into one",
+        description="One report from many shards' saved runs or JSON reports: every rollout "
+        "once, with its shard and client; percentiles and hours recomputed from the raw "
+        "samples; bursts aligned by epoch time. Refused (exit 4): a rollout in two reports, "
+        "different workloads, different projection settings (unless --force). See "
+        "docs/scale-out.md.",
+        epilog=EPILOG,
+    )
+    mrg.add_argument("runs", nargs="+", metavar="RUN", help="a shard's run: a NAME or a PATH")
+    mrg.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report")
+    mrg.add_argument(
+        "--force", action="store_true", help="merge different projection settings (the first's)"
+    )
+    ray = commands.add_parser(
+        "ray",
+        help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
+        description="Run pytest PYTEST_ARGS --rollout-shard K/N for K in 0..N-1 as Ray tasks, "
+        "each in this directory (shipped as the tasks' runtime_env working_dir), then merge "
+        "their reports into OUTPUT and print the merged summary. A failed or lost shard is "
+        "named with its error; the merge of the others is still written, marked incomplete "
+        "(exit 1).",
+        epilog=EPILOG,
+    )
+    ray.add_argument("--address", metavar="ADDR", help="a Ray cluster (default: a local one)")
+    ray.add_argument("--shards", type=COUNT, required=True, metavar="N", help="shards to run")
+    ray.add_argument(
+        "-o", "--output", default="rollout-tax-merged.json", metavar="PATH",
+        help="the merged report (default: %(default)s)",
+    )  # fmt: skip
+    ray.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS")
     return parser
 
 
@@ -317,43 +348,6 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
-def reproject(
-    report: dict,
-    rollouts: int | None,
-    steps: int | None,
-    think_time_s: float | None,
-    fleet: int | None = None,
-) -> dict:
-    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
-    cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
-    old = scale_of(report)
-    scale = Scale(
-        rollouts=rollouts if rollouts is not None else old.rollouts,
-        steps=steps if steps is not None else old.steps,
-        think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
-        think_time_source="option" if think_time_s is not None else old.think_time_source,
-    )
-    result = copy.deepcopy(report)
-    workers = fleet if fleet is not None else report["projection"].get("fleet")
-    result["projection"] = {
-        "rollouts": scale.rollouts,
-        "steps": scale.steps,
-        "think_time_s": scale.think_time_s,
-        "think_time_source": scale.think_time_source,
-        "fleet": workers,
-    }
-    for entry in result["substrates"].values():
-        entry["worker_hours"], entry["tax_hours"] = project_entry(entry, scale)
-        if workers is not None:
-            entry["fleet"] = project_fleet(entry, entry_scale(entry, scale), workers)
-        entry["decomposition"] = decompose_entry(entry, scale)
-        if entry.get("price_per_hour") is not None:
-            hours = entry["worker_hours"]
-            entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
-    result["spread"] = spread_of(result["substrates"])
-    return result
-
-
 def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
     if args.comparisons < calibrate.MIN_COMPARISONS:
@@ -393,6 +387,24 @@ def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
+def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    check_report_path(args.output, f"--output={args.output}")
+    storage = Storage.at(args.storage)
+    runs = [_load_required(storage, ref, "RUN") for ref in args.runs]
+    parts = [merge.Part(str(run.path), run.report) for run in runs]
+    for line in merge.write(parts, args.output, force=args.force):
+        out.write(line + "\n")
+    return compare.EXIT_OK
+
+
+def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .integrations import ray
+
+    check_report_path(args.output, f"--output={args.output}")
+    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    return ray.drive(args.address, args.shards, pytest_args, args.output, out)
+
+
 COMMANDS = {
     "compare": run_compare,
     "html": run_html,
@@ -400,6 +412,8 @@ COMMANDS = {
     "project": run_project,
     "calibrate": run_calibrate,
     "history": run_history,
+    "merge": run_merge,
+    "ray": run_ray,
 }
 
 

@@ -67,6 +67,10 @@ class PlotsUnavailable(RolloutTaxError):
     """matplotlib, which draws the HTML report's figures, is not installed."""
 
 
+class MergeRefused(RolloutTaxError):
+    """Reports that cannot be merged into one; the message is one line naming why."""
+
+
 def reason_of(exc: BaseException) -> str:
     """A short, countable failure reason: the type and the first line of the message, with
     sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once."""

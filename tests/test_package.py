@@ -13,6 +13,7 @@ PUBLIC = [
     "CredentialsMissing",
     "ExecResult",
     "HistoryUnavailable",
+    "MergeRefused",
     "NoSavedRun",
     "NotRegularFileError",
     "PlotsUnavailable",

@@ -20,6 +20,9 @@ OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us")
 #: Every per-step column, in order.
 STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 MICROSECONDS = 1e6
+#: The moments :meth:`Rollout.stamp` records: the create request, the first no-op's return
+#: (ready), the delete request (teardown) and the environment gone.
+EPOCH_MARKS = ("create", "ready", "teardown", "gone")
 
 
 def rollout_param(substrate: str, round: int) -> str:
@@ -75,6 +78,12 @@ class Rollout:
     price_per_hour: float | None = None
     #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
     replay: dict[str, Any] | None = None
+    #: Wall-clock (epoch) seconds of the lifecycle's moments (:data:`EPOCH_MARKS`), so the
+    #: rollouts of several clients can be put on one time line.
+    epoch: dict[str, float] = field(default_factory=dict)
+    #: A merged report's rollout: the shard index that ran it and its client's host hash.
+    shard: int | None = None
+    client: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -85,8 +94,15 @@ class Rollout:
         if self.error is None:
             self.error = reason
 
+    def stamp(self, mark: str) -> None:
+        """Record the epoch time of ``mark`` (one of :data:`EPOCH_MARKS`) now."""
+        self.epoch[mark] = time.time()
+
     def to_dict(self) -> dict[str, Any]:
         """The report's ``rollouts[]`` item: steps as columns; also what xdist ships."""
+        extra = {"replay": dict(self.replay)} if self.replay is not None else {}
+        if self.client is not None:  # a merged report's rollout
+            extra |= {"shard": self.shard, "client": self.client}
         return {
             "test": self.test,
             "substrate": self.substrate,
@@ -104,7 +120,8 @@ class Rollout:
             "action_probes_s": list(self.action_probes_s),
             "error": self.error,
             "price_per_hour": self.price_per_hour,
-        } | ({"replay": dict(self.replay)} if self.replay is not None else {})
+            "epoch": dict(self.epoch),
+        } | extra
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:

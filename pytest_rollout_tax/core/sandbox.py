@@ -167,6 +167,7 @@ class Sandbox:
         if self._closed:
             return
         self._closed = True
+        self.rollout.stamp("teardown")
         started = time.perf_counter()
         try:
             with contextlib.suppress(Exception):  # the environment goes, whatever its shell did
@@ -174,6 +175,7 @@ class Sandbox:
             self.substrate.destroy(self.handle)
         finally:
             ended = time.perf_counter()
+            self.rollout.stamp("gone")
             self.rollout.teardown_s = ended - started
             self.rollout.trajectory_s = ended - self._started
 

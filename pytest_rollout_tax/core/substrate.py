@@ -196,6 +196,7 @@ class Substrate(ABC):
         rollout = self.stamp(rollout or Rollout(substrate=self.name))
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
         clock = PhaseClock(rollout.phases)
+        rollout.stamp("create")
         try:
             handle = self._create(labels=labels, clock=clock)
         except RolloutTaxError:
@@ -215,6 +216,7 @@ class Substrate(ABC):
             sandbox.transport.open(clock)
             sandbox.first_exec()
             clock.mark("first_exec")
+            rollout.stamp("ready")
             rollout.cold_start_s = clock.cold_start()
             self.after_cold_start(handle, rollout)
         except BaseException:

@@ -56,6 +56,11 @@ class BurstLevel:
     #: Seconds from the release until the last sandbox was ready (or had failed).
     ready_all_s: float | None = None
     failure_reasons: Counter[str] = field(default_factory=Counter)
+    #: Epoch seconds of the release, so levels of several clients can be aligned.
+    released_at: float | None = None
+    #: Levels of several clients merged into this one (:func:`merge_levels`): how far apart
+    #: their releases were, in seconds.
+    release_spread_s: float | None = None
 
     @property
     def failures(self) -> int:
@@ -78,7 +83,27 @@ class BurstLevel:
             "creates_per_s": self.creates_per_s,
             "failures": self.failures,
             "failure_reasons": dict(self.failure_reasons.most_common()),
-        }
+            "released_at": self.released_at,
+            "cold_start_s": list(self.cold_start_s),
+        } | (
+            {"release_spread_s": self.release_spread_s} if self.release_spread_s is not None else {}
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BurstLevel:
+        """The level of a report's ``burst[]`` item (its raw cold starts needed)."""
+        if "cold_start_s" not in data:
+            raise ValueError(
+                f"burst level {data.get('concurrency')}: no raw cold starts (written by an "
+                "older version)"
+            )
+        return cls(
+            concurrency=data["concurrency"],
+            cold_start_s=list(data["cold_start_s"]),
+            ready_all_s=data.get("ready_all_s"),
+            failure_reasons=Counter(data.get("failure_reasons") or {}),
+            released_at=data.get("released_at"),
+        )
 
 
 def run_level(
@@ -115,6 +140,7 @@ def run_level(
         for thread in threads:
             thread.start()
         release.append(time.perf_counter())
+        level.released_at = time.time()
         go.set()
         for thread in threads:
             thread.join()
@@ -150,6 +176,24 @@ def run(
 ) -> list[BurstLevel]:
     """Every level in turn."""
     return [run_level(substrate, n, timeout=timeout) for n in levels]
+
+
+def merge_levels(levels: list[dict[str, Any]]) -> dict[str, Any]:
+    """One fleet-wide level of the same level run by several clients, aligned by epoch time:
+    the concurrencies add up, every cold start is a sample, and ``ready_all_s`` runs from the
+    first release to the last sandbox ready (or failed) on any client."""
+    parts = [BurstLevel.from_dict(level) for level in levels]
+    merged = BurstLevel(sum(part.concurrency for part in parts))
+    for part in parts:
+        merged.cold_start_s += part.cold_start_s
+        merged.failure_reasons.update(part.failure_reasons)
+    released = [part.released_at for part in parts if part.released_at is not None]
+    if len(released) == len(parts):
+        done = [p.released_at + p.ready_all_s for p in parts if p.ready_all_s is not None]
+        merged.released_at = min(released)
+        merged.release_spread_s = max(released) - min(released)
+        merged.ready_all_s = max(done) - merged.released_at if done else None
+    return merged.to_dict()
 
 
 def knee(levels: list[dict[str, Any]]) -> int | None:

@@ -83,6 +83,7 @@ class PoolStats:
             "misses": self.misses,
             "idle_sandbox_s": self.idle_sandbox_s,
             "creations": creations.to_dict() if creations else None,
+            "creation_s": list(self.creation_s),
             "creation_failures": sum(self.failure_reasons.values()),
             "failure_reasons": dict(self.failure_reasons.most_common()),
         }

@@ -67,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     session = RolloutTaxSession(config, settings, substrates)
     config.pluginmanager.register(RolloutTaxPlugin(session), "rollout-tax")
+    config.pluginmanager.register(session.client, "rollout-tax-client")
     _add_replay_paths(config, settings.replay_paths)
     if session.is_worker:
         return

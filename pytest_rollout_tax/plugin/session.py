@@ -28,7 +28,9 @@ from ..report.terminal import render_summary
 from . import xdist
 from .gating import Verdict
 from .progress import ColdStartProgress
+from .rollouts import slot
 from .settings import Settings
+from .shard import Client
 
 
 class RolloutTaxSession:
@@ -50,6 +52,8 @@ class RolloutTaxSession:
         #: Each measured substrate's control plane, timed at the end of the session.
         self.control_planes: dict[str, dict] = {}
         self.progress = ColdStartProgress(None)
+        #: This client's shard, synchronized start, workload fingerprint and saturation.
+        self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, slot)
         #: The session's report, once :meth:`finish` has made it.
         self.report: dict | None = None
         self.summary_lines: list[str] = []
@@ -141,6 +145,7 @@ class RolloutTaxSession:
                 workers=self.settings.fleet,
             ),
             control_planes=self.control_planes,
+            client=self.client.report(),
         )
 
     def _release(self) -> None:

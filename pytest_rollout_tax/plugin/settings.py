@@ -23,6 +23,7 @@ from ..report.projection import Scale
 from ..substrates.registry import Registry
 from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .gating import Gate
+from .shard import Shard, parse_start
 
 #: ``--rollout-order`` choices.
 ORDERS = ("grouped", "interleave")
@@ -88,6 +89,13 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
      "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
      "default grouped", "string", "grouped"),
+    ("--rollout-shard", {"metavar": "K/N"},
+     "run shard K (from 0) of N: a deterministic part of the rollouts; N runs, one per K, "
+     "together run each rollout once (merge them with python -m pytest_rollout_tax merge)",
+     "string", None),
+    ("--rollout-start-at", {"metavar": "TIME"},
+     "wait until TIME (ISO 8601, UTC without an offset, or epoch seconds) before the first "
+     "create, so the shards of a burst start together", "string", None),
 ]  # fmt: skip
 
 
@@ -159,6 +167,10 @@ class Settings:
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
     order: str = "grouped"
+    #: This run's shard (``--rollout-shard``), or None: the whole run.
+    shard: Shard | None = None
+    #: Epoch seconds to wait for before the first create (``--rollout-start-at``), or None.
+    start_at: float | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -212,6 +224,10 @@ class Settings:
             order = str(option(config, "--rollout-order"))
             if order not in ORDERS:
                 raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            shard_text = option(config, "--rollout-shard")
+            shard = Shard.parse(shard_text, "--rollout-shard") if shard_text else None
+            start_text = option(config, "--rollout-start-at")
+            start_at = parse_start(start_text, "--rollout-start-at") if start_text else None
             history_fail = bool(option(config, "--rollout-history-fail"))
             if history_fail:
                 history.require()
@@ -236,6 +252,8 @@ class Settings:
             replay_mode=replay_mode,
             history_fail=history_fail,
             order=order,
+            shard=shard,
+            start_at=start_at,
         )
 
 

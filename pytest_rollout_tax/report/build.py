@@ -226,12 +226,14 @@ def summarize(
     steps: str = "all",
     fleet: Fleet | None = None,
     control_planes: dict[str, dict] | None = None,
+    client: dict | None = None,
 ) -> dict:
     """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
 
     ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
     step columns its items carry. ``control_planes`` (per substrate, ``ControlPlane.to_dict()``)
-    go into the substrates' entries.
+    go into the substrates' entries; ``client`` (shard, workload, saturation) is the report's
+    ``client``.
     """
     recorded = aggregate.sorted_rows()
     scale = resolve_steps(scale, recorded)
@@ -253,6 +255,7 @@ def summarize(
         "plugin_version": plugin_version,
         "machine": machine,
         "commit": commit,
+        "client": client,
         "projection": {
             "rollouts": scale.rollouts,
             "steps": scale.steps,

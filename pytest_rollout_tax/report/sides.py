@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,8 +12,10 @@ from ..core.stats import Stats
 from .build import (
     pool_idle_per_rollout,
     project_decomposition,
+    project_fleet,
     project_tax_hours,
     project_worker_hours,
+    spread_of,
 )
 from .projection import Scale
 from .schema import SAMPLE_METRICS
@@ -156,3 +159,40 @@ def scale_of(report: dict) -> Scale:
         projection["think_time_s"],
         projection.get("think_time_source", "option"),  # runs saved before it was recorded
     )
+
+
+def reproject(
+    report: dict,
+    rollouts: int | None,
+    steps: int | None,
+    think_time_s: float | None,
+    fleet: int | None = None,
+) -> dict:
+    """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
+    cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
+    old = scale_of(report)
+    scale = Scale(
+        rollouts=rollouts if rollouts is not None else old.rollouts,
+        steps=steps if steps is not None else old.steps,
+        think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
+        think_time_source="option" if think_time_s is not None else old.think_time_source,
+    )
+    result = copy.deepcopy(report)
+    workers = fleet if fleet is not None else report["projection"].get("fleet")
+    result["projection"] = {
+        "rollouts": scale.rollouts,
+        "steps": scale.steps,
+        "think_time_s": scale.think_time_s,
+        "think_time_source": scale.think_time_source,
+        "fleet": workers,
+    }
+    for entry in result["substrates"].values():
+        entry["worker_hours"], entry["tax_hours"] = project_entry(entry, scale)
+        if workers is not None:
+            entry["fleet"] = project_fleet(entry, entry_scale(entry, scale), workers)
+        entry["decomposition"] = decompose_entry(entry, scale)
+        if entry.get("price_per_hour") is not None:
+            hours = entry["worker_hours"]
+            entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
+    result["spread"] = spread_of(result["substrates"])
+    return result

@@ -8,6 +8,7 @@ from tabulate import tabulate
 
 from ..core.stats import min_samples
 from ..fleet import burst
+from .clients import client_lines
 from .units import PART_LABELS, hours, ratio, seconds, share
 
 #: The summary fits a terminal this wide.
@@ -92,6 +93,7 @@ def render_summary(report: dict) -> list[str]:
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
         notes += few_samples_lines(name, sub)
     notes += control_plane_lines(report)
+    notes += client_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pytest_rollout_tax import ConfigError, SandboxError, SandboxStartError, get_substrate
+from pytest_rollout_tax.core.record import EPOCH_MARKS, Rollout
 
 
 @pytest.mark.parametrize(
@@ -74,3 +77,15 @@ def test_endpoints_lose_their_credentials():
 
     assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
     assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"
+
+
+def test_a_rollout_is_stamped_in_epoch_time_at_create_ready_teardown_and_gone():
+    rollout = Rollout(substrate="local")
+    before = time.time()
+    with get_substrate("local").start(rollout) as sandbox:
+        sandbox.exec("true")
+    after = time.time()
+    stamps = [rollout.epoch[mark] for mark in EPOCH_MARKS]
+    assert before <= stamps[0] <= stamps[1] <= stamps[2] <= stamps[3] <= after
+    assert rollout.to_dict()["epoch"] == dict(zip(EPOCH_MARKS, stamps, strict=True))
+    assert Rollout.from_dict(rollout.to_dict() | {"shard": 1, "client": "ab"}).shard == 1

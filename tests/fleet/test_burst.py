@@ -58,8 +58,10 @@ def test_a_docker_burst_starts_all_at_once_and_leaves_nothing(sandbox_image, doc
     assert four.creates_per_s == pytest.approx(4 / four.ready_all_s)
     entry = four.to_dict()
     assert set(entry) == {
-        "concurrency", "cold_start", "ready_all_s", "creates_per_s", "failures", "failure_reasons"
+        "concurrency", "cold_start", "ready_all_s", "creates_per_s", "failures", "failure_reasons",
+        "released_at", "cold_start_s",
     }  # fmt: skip
+    assert entry["cold_start_s"] == four.cold_start_s and entry["released_at"] > 1.7e9  # epoch
     label = f"{SESSION_LABEL}={substrate.session_id}"
     assert docker_client.containers.list(all=True, sparse=True, filters={"label": label}) == []
 

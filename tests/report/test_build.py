@@ -27,7 +27,7 @@ def test_report_has_the_schema_of_the_design():
     data = report([rollout("local", 0.002), rollout("docker", 0.22)])
     assert data["schema"] == SCHEMA == "rollout-tax/2"
     assert set(data) == {
-        "schema", "created", "plugin_version", "machine", "commit", "projection",
+        "schema", "created", "plugin_version", "machine", "commit", "client", "projection",
         "substrates", "spread", "shared_sandboxes", "rollouts",
     }  # fmt: skip
     assert data["shared_sandboxes"] == []
