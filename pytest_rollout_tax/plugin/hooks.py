@@ -33,7 +33,7 @@ from ..substrates.registry import Registry
 from .marker import Trajectory
 from .order import Slot, interleave
 from .progress import ColdStartProgress, TerminalLine
-from .replay_files import ReplayFile, Sources
+from .replay_files import ReplayCollection, ReplayFile
 from .settings import Settings, add_options, ini_name
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
@@ -90,6 +90,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     plugin = RolloutTaxPlugin(config, settings, pool)
     config.pluginmanager.register(plugin, "rollout-tax")
+    config.pluginmanager.register(plugin.replay_collection, "rollout-tax-replay")
     _add_replay_paths(config, settings.replay_paths)
     if workerinput is None:
         config.pluginmanager.register(ReportBridges(plugin), "rollout-tax-reports")
@@ -147,7 +148,7 @@ class RolloutTaxPlugin:
         self.report: dict | None = None  # the session's report, once it is made
         # bad markers and unreadable trajectories, raised once collection is done
         self.marker_errors: list[str] = []
-        self.replay_sources = Sources(settings.replay_paths)
+        self.replay_collection = ReplayCollection(config, settings, self.marker_errors)
         self.bursts: dict[str, list[dict]] = {}  # burst levels measured, by substrate
         self.pool_records: dict[str, list[dict]] = {}  # warm pools' stats (xdist: per worker)
         self.control_planes: dict[str, dict] = {}  # timed at the end of the session
@@ -156,15 +157,9 @@ class RolloutTaxPlugin:
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
-    def pytest_collect_file(
-        self, file_path: Path, parent: pytest.Collector
-    ) -> pytest.Collector | None:
-        """Trajectory files as workloads (see replay_items)."""
-        if not self.replay_sources.collects(file_path):
-            return None
-        return ReplayFile.from_parent(
-            parent, path=file_path, mode=self.settings.replay_mode, errors=self.marker_errors
-        )
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ReplayFile | None:
+        """Trajectory files as workloads, where the user asked for them (replay_files.py)."""
+        return self.replay_collection.collect(file_path, parent)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "_rollout_target" not in metafunc.fixturenames:

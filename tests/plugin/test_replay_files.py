@@ -48,17 +48,23 @@ def trajectories(pytester):
     return write_all(pytester.path / "runs")
 
 
-def test_trajectory_files_are_collected_like_doctests_with_ids(pytester, trajectories):
-    result = pytester.runpytest("--collect-only", "-q", "runs", "--rollout-rounds=2")
+def test_trajectory_files_are_collected_where_named_with_ids(pytester, trajectories):
+    result = pytester.runpytest("--collect-only", "-q", "runs/fix.traj.json", "runs/swe.traj",
+                                "runs/rows.jsonl", "--rollout-rounds=2")  # fmt: skip
     ids = [line for line in result.outlines if "::" in line]
     assert ids == [
         "runs/fix.traj.json::replay[local-1]",
         "runs/fix.traj.json::replay[local-2]",
-        "runs/old.traj.json::replay[local-1]",
-        "runs/old.traj.json::replay[local-2]",
         "runs/swe.traj::replay[local-1]",
         "runs/swe.traj::replay[local-2]",
-    ]  # the .jsonl files only when named (--rollout-replay)
+        "runs/rows.jsonl::row-a[local-1]",
+        "runs/rows.jsonl::row-a[local-2]",
+        "runs/rows.jsonl::row-b[local-1]",
+        "runs/rows.jsonl::row-b[local-2]",
+    ]
+    # a folder on the command line is a test path: its trajectory files are test data
+    result = pytester.runpytest("--collect-only", "-q", "runs")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_a_mixed_directory_collects_one_item_per_trajectory(pytester, trajectories):

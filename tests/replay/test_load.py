@@ -101,7 +101,7 @@ def test_our_jsonl_one_step_per_line(files):
         ('{"cmd": "ls", "exit_code": "0"}\n', ":1", "exit_code='0'"),
         ('{"cmd": "ls", "output_bytes": -2}\n', ":1", "output_bytes=-2"),
         ('{"hello": 1}\n', ":1", "not a trajectory this tool reads"),
-        ("[1, 2]\n", ":1", "not a trajectory this tool reads"),
+        ("[1, 2]\n", ": [0]", "not a trajectory this tool reads"),
         (
             '{"trajectory_id": "a", "messages": []}\n{"trajectory_id": "a", "messages": []}\n',
             ":2",

@@ -79,7 +79,7 @@ MINI_TEXT = {
         },
     ],
 }
-MINI_TEXT_STEPS = {"exit_code": [0, 1], "output_bytes": [4, 106]}
+MINI_TEXT_STEPS = {"exit_code": [0, 1], "output_bytes": [4, 104]}
 
 #: SWE-agent ``.traj``: no timestamps, no exit codes; an empty action ran nothing.
 SWE_AGENT = {
