@@ -281,7 +281,7 @@ def _swe_smith_row(traj_id: str, command: str, output: str) -> dict:
                 command="create",
                 path="notes.txt",
                 file_text="\nhello\n",
-            ),  # fmt: skip
+            ),
             _observed("File created successfully at: notes.txt"),
             {
                 "role": "assistant",
