@@ -38,6 +38,7 @@ MODULE = "pytest_rollout_tax.replayed"
 REPLAY_SUFFIXES = (".traj", ".json", ".jsonl")
 #: Formats whose files hold rows: their items are named by trajectory id.
 ROW_FORMATS = ("openai-messages", "swe-smith")
+NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
 #: An xdist worker's Notes, for the controller's summary.
 NOTES_KEY = "rollout_tax_replay_notes"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
@@ -75,14 +76,14 @@ class ReplayCollection:
         try:
             trajectories = load(path)
         except NotATrajectory as exc:
-            if origin == "named":
-                self.errors.append(str(exc))
-            else:
+            if origin == "found":
                 self.notes.skipped.append(self._relative(path))
-            return None
+                return None
+            self.errors.append(str(exc))
+            trajectories = []  # collected, empty: pytest says ours, not "not found"
         except TrajectoryError as exc:
             self.errors.append(str(exc))
-            return None
+            trajectories = []
         self.notes.add(trajectories)
         return ReplayFile.from_parent(parent, path=path, mode=self.mode, trajectories=trajectories)
 
@@ -162,7 +163,9 @@ class Notes:
         return bool(self.skipped or self.zero_action or self.think_unknown or self.harness_tools)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain types (xdist ships them from a worker)."""
+        return {key: dict(value) if isinstance(value, Counter) else value
+                for key, value in asdict(self).items()}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict) -> Notes:
@@ -198,8 +201,8 @@ class Notes:
             lines.append(
                 f"rollout-tax: note: {sum(self.harness_tools.values())} step(s) call SWE-agent "
                 f"tools ({_counts(self.harness_tools)}): they run only in an image with "
-                f"SWE-agent's tool bundles {', '.join(bundles)}; elsewhere they exit 127 and "
-                "count as harness_tool divergences"
+                f"SWE-agent's tool bundles {', '.join(bundles)}; elsewhere they fail (127: not "
+                "found) and count as harness_tool divergences"
             )
         return lines
 
@@ -243,11 +246,17 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
         try:
             replay(sandbox, trajectory, mode)
         except ReplayFailure as exc:
-            sandbox.rollout.fail(exc.reason)  # countable: the substrate's reason
-            pytest.fail(str(exc), pytrace=False)
+            failure = exc
+        else:
+            return
+        sandbox.rollout.fail(failure.reason)  # countable: the substrate's reason
+        pytest.fail(str(failure), pytrace=False)  # outside the except: no chained traceback
 
-    if not trajectory.steps:
-        function = _nothing_to_replay  # no sandbox: no cold start counts for it
+    def nothing() -> None:
+        """A trajectory without an action: skipped, without a sandbox."""
+
+    if not trajectory.steps:  # no sandbox: no cold start counts for it
+        function = nothing
 
     function.__name__ = function.__qualname__ = name
     function.__module__ = MODULE
@@ -256,16 +265,12 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
     #: What the rollout's ``replay`` entry starts as, before its sandbox starts.
     function.rollout_replay = ReplayInfo.of(trajectory, mode)
     if not trajectory.steps:
-        return function
+        return pytest.mark.skip(reason=NOTHING_TO_REPLAY)(function)
     marker = pytest.mark.trajectory(
-        steps=len(trajectory.steps) or None,
+        steps=len(trajectory.steps),
         timeout=trajectory.timeout or DEFAULT_TIMEOUT_S,
     )
     return marker(function)
-
-
-def _nothing_to_replay() -> None:
-    pytest.skip("no action recorded (the run ended before its first): nothing to replay")
 
 
 def _name(trajectory_id: str) -> str:

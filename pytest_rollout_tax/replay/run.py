@@ -131,7 +131,11 @@ def _run(sandbox: Sandbox, recorded: RecordedStep, mode: Mode) -> int:
 
 def divergence(recorded: RecordedStep, replayed: int) -> str | None:
     """How an exact replay's exit code departs from the recording (DIVERGENCES), or None. A
-    command the image cannot run (exit 127) diverges even where no code was recorded."""
+    command the image cannot run (exit 127) diverges even where no code was recorded, and so
+    does a harness tool's step that fails where the recording has no code (SWE-agent records
+    none; a plain image may hold another program of the tool's name, as Debian's ``open``)."""
+    if recorded.tool is not None and replayed != 0 and recorded.exit_code is None:
+        return "harness_tool"  # 127: not installed; else another program of its name ran
     if replayed == NOT_FOUND and recorded.exit_code != NOT_FOUND:
         return "harness_tool" if recorded.tool is not None else "not_found"
     if recorded.exit_code is not None and recorded.exit_code != replayed:

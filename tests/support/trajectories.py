@@ -212,7 +212,7 @@ MINI_V1 = {
         {"role": "user", "content": "Please solve this issue: the sum is wrong."},
         _created("THOUGHT: look\n\n```bash\nls\n```", 1_700_000_000),
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\na\nb\n</output>"},
-        _created("THOUGHT: wait\n\n```bash\nsleep 100\n```", 1_700_000_005),
+        _created("THOUGHT: wait\n\n```bash\nsleep 0.1\n```", 1_700_000_005),
         {
             "role": "user",
             "content": "The last command <command>sleep 100</command> timed out and has been "
