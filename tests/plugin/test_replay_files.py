@@ -144,6 +144,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
         "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
+        "divergent_by_kind": None, "think_time": "recorded",
     }  # fmt: skip
     assert mini["planned_steps"] == 3
     for name, values in MINI_STEPS.items():
@@ -189,7 +190,8 @@ def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substr
     assert old["replay"]["divergent_steps"] == 1  # seq exits 0 where the recording says 1
     assert column(old, "output_bytes") == [4, len("".join(f"{i}\n" for i in range(1, 101)))]
     swe = rollouts["swe", substrate]
-    assert swe["replay"]["divergent_steps"] == 0  # no recorded exit codes: nothing to differ
+    # no recorded exit codes, but SWE-agent's submit tool is not in the image
+    assert swe["replay"]["divergent_by_kind"] == {"harness_tool": 1, "not_found": 0, "exit_code": 0}
     assert len(column(swe, "kind")) == 2
     row_a = rollouts["row-a", substrate]
     assert column(row_a, "kind") == OPENAI_STEPS["row-a"]["kind"]
