@@ -81,6 +81,7 @@ def _structured(messages: list[dict], where: str, clock: Clock) -> list[Recorded
             clock.advance(stamp, len(steps) or 1, field)
             continue
         think = clock.advance(stamp, len(steps) + 1, field)
+        stamp = clock.last if stamp is not None else None  # a clock stepped back: the last
         observations = _observations(messages, index + 1)
         ran = None
         seen_at = _stamp(observations[0], index)[0] if observations else None
@@ -143,6 +144,7 @@ def _text(messages: list[dict], clock: Clock) -> list[RecordedStep]:
             continue
         blocks = _BASH_BLOCK.findall(_content(message))
         think = clock.advance(stamp, len(steps) + 1, field)
+        stamp = clock.last if stamp is not None else None
         if len(blocks) != 1:  # the agent rejected it as a format error: nothing ran
             continue
         reply = next((m for m in messages[index + 1 :] if m.get("role") in ("user", "tool")), None)

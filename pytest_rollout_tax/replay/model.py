@@ -87,9 +87,15 @@ def think_known(trajectory: RecordedTrajectory) -> str:
     return "partial" if any(known) else "unknown"
 
 
+#: How far a timestamp may fall behind the one before it: a wall clock stepped back (NTP) by
+#: less is taken as no time passing; by more, the recording is corrupt.
+CLOCK_SLACK_S = 1.0
+
+
 class Clock:
     """A recording's timestamps in order: each must be at or after the one before (a run's
-    clock does not go backwards), else the step is refused in one line."""
+    clock does not go backwards, but for CLOCK_SLACK_S), else the step is refused in one
+    line."""
 
     def __init__(self, where: str) -> None:
         self.where = where
@@ -102,7 +108,7 @@ class Clock:
         if stamp is None:
             return None
         since = None if self.last is None else stamp - self.last
-        if since is not None and since < 0:
+        if since is not None and since < -CLOCK_SLACK_S:
             raise fail(
                 f"{self.where}: step {step}",
                 f"{field}={stamp!r} is {-since:g} s before the timestamp before it "
@@ -110,6 +116,8 @@ class Clock:
             )
         if self.first is None:
             self.first = stamp
+        if since is not None and since < 0:  # the wall clock was stepped back a little
+            return 0.0
         self.last = stamp
         return since
 

@@ -298,7 +298,7 @@ def test_timestamps_going_backwards_are_refused_naming_the_step(tmp_path):
     assert message.startswith(f"{path}:1: step 2: messages[4].extra.timestamp=-8997.5 is ")
     assert "10000 s before the timestamp before it" in message and "\n" not in message
     data = copy(MINI)
-    data["messages"][3]["extra"]["timestamp"] = 1001.0  # observed before it was asked for
+    data["messages"][3]["extra"]["timestamp"] = 990.0  # observed before it was asked for
     with pytest.raises(TrajectoryError, match=r":1: step 1: messages\[3\].*backwards"):
         load(write_json(tmp_path / "early.traj.json", data))
     data = copy(MINI_V1)
@@ -329,3 +329,11 @@ def test_step_times_beyond_the_wall_time_are_refused(tmp_path):
         "10 s from first to last timestamp"
     )
     check(dataclasses.replace(trajectory, wall_s=12.0))  # within it: fine
+
+
+def test_a_clock_stepped_back_less_than_a_second_is_no_time_passing(tmp_path):
+    data = copy(MINI)
+    data["messages"][4]["extra"]["timestamp"] = 1002.25  # 0.25 s before the observation
+    [trajectory] = load(write_json(tmp_path / "ntp.traj.json", data))
+    assert column(trajectory, "think_s") == [2.0, 0.0, 0.0]
+    assert column(trajectory, "recorded_s") == [0.5, 2.5, 2.5]  # from the observation before
