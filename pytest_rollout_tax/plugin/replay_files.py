@@ -88,6 +88,8 @@ class ReplayCollection:
         return ReplayFile.from_parent(parent, path=path, mode=self.mode, trajectories=trajectories)
 
     def _origin(self, path: Path) -> Origin | None:
+        if not (self.files or self.directories or self.globs or _replayable(path)):
+            return None  # a suite's own file, with nothing asked for: as without the plugin
         resolved = path.resolve()
         if resolved in self.files or (_replayable(path) and resolved in self._named_files()):
             return "named"
