@@ -47,6 +47,11 @@ class TrajectoryError(ConfigError):
     """A trajectory file that cannot be read; the message names the file and the line."""
 
 
+class NotATrajectory(TrajectoryError):
+    """A file that holds no trajectory at all (empty, not JSON, or JSON of another shape): in a
+    folder given to ``--rollout-replay`` it is skipped, named explicitly it is an error."""
+
+
 class NotRegularFileError(RolloutTaxError, OSError):
     """A report's path exists and is not a regular file (a directory, device, fifo, socket)."""
 

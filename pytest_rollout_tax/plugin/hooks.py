@@ -26,7 +26,7 @@ from .bridges import ReportBridges
 from .marker import Trajectory
 from .order import interleave
 from .progress import ColdStartProgress, TerminalLine
-from .replay_files import ReplayFile, Sources
+from .replay_files import ReplayCollection, ReplayFile
 from .rollouts import (
     TARGET_PARAM,
     Target,
@@ -66,7 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except RolloutTaxError as exc:
         raise pytest.UsageError(str(exc)) from None
     session = RolloutTaxSession(config, settings, substrates)
-    config.pluginmanager.register(RolloutTaxPlugin(session), "rollout-tax")
+    plugin = RolloutTaxPlugin(session)
+    config.pluginmanager.register(plugin, "rollout-tax")
+    config.pluginmanager.register(plugin.replay_collection, "rollout-tax-replay")
     config.pluginmanager.register(session.client, "rollout-tax-client")
     _add_replay_paths(config, settings.replay_paths)
     if session.is_worker:
@@ -118,20 +120,14 @@ class RolloutTaxPlugin:
         self.settings = session.settings
         # bad markers and unreadable trajectories, raised once collection is done
         self.marker_errors: list[str] = []
-        self.replay_sources = Sources(self.settings.replay_paths)
+        self.replay_collection = ReplayCollection(self.config, self.settings, self.marker_errors)
         self._previous_sigterm: Any = None
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
-    def pytest_collect_file(
-        self, file_path: Path, parent: pytest.Collector
-    ) -> pytest.Collector | None:
-        """Trajectory files as workloads (see replay_files)."""
-        if not self.replay_sources.collects(file_path):
-            return None
-        return ReplayFile.from_parent(
-            parent, path=file_path, mode=self.settings.replay_mode, errors=self.marker_errors
-        )
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ReplayFile | None:
+        """Trajectory files as workloads, where the user asked for them (replay_files.py)."""
+        return self.replay_collection.collect(file_path, parent)
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if TARGET_PARAM not in metafunc.fixturenames:

@@ -3,10 +3,14 @@ plugin parametrizes over substrates and rounds like any workload."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import types
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 
@@ -14,64 +18,219 @@ from ..core.sandbox import Sandbox
 from ..replay import (
     DEFAULT_TIMEOUT_S,
     Mode,
+    NotATrajectory,
     RecordedTrajectory,
+    ReplayFailure,
     ReplayInfo,
     TrajectoryError,
     load,
     replay,
 )
-from ..replay.load import is_trajectory_name
+from ..replay.model import think_known
+from ..replay.swe_agent import TOOL_BUNDLES
+from . import xdist
+
+if TYPE_CHECKING:
+    from .settings import Settings
 
 #: The module name replay functions carry (pytest collects only a module's own functions).
 MODULE = "pytest_rollout_tax.replayed"
 #: Suffixes of the files taken from a directory given to ``--rollout-replay``.
 REPLAY_SUFFIXES = (".traj", ".json", ".jsonl")
+#: Formats whose files hold rows: their items are named by trajectory id.
+ROW_FORMATS = ("openai-messages", "swe-smith")
+NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 
 
-class Sources:
-    """Which files are trajectories: ``*.traj`` and ``*.traj.json`` anywhere, and the files
-    and directories the user names."""
+#: Where a file to collect comes from: named (``--rollout-replay FILE`` or the command
+#: line: unreadable is a usage error) or found (in a ``--rollout-replay`` folder or by
+#: ``--rollout-replay-glob``: a file that is no trajectory is skipped and counted).
+Origin = Literal["named", "found"]
 
-    def __init__(self, paths: Iterable[Path]) -> None:
-        resolved = [Path(path).resolve() for path in paths]
+
+class ReplayCollection:
+    """Which files are trajectories: only those the user asks for (``--rollout-replay`` files
+    and folders, ``--rollout-replay-glob``, trajectory files named on the command line), so a
+    suite that merely contains trajectory-like test data runs as if the plugin were not there.
+    A pytest plugin of its own for what collecting them found (Notes, in the summary)."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, errors: list[str]) -> None:
+        self.config = config
+        self.mode = settings.replay_mode
+        self.globs = settings.replay_globs
+        resolved = [path.resolve() for path in settings.replay_paths]
         self.files = {path for path in resolved if path.is_file()}
         self.directories = [path for path in resolved if path.is_dir()]
+        #: Unreadable named files, raised as one usage error once collection is done.
+        self.errors = errors
+        self.notes = Notes()
+        self._named: set[Path] | None = None
 
-    def collects(self, path: Path) -> bool:
-        if is_trajectory_name(path.name):
-            return True
-        if not (self.files or self.directories):
-            return False
+    def collect(self, path: Path, parent: pytest.Collector) -> ReplayFile | None:
+        """The collector of ``path`` if it is a trajectory file the user asked for."""
+        origin = self._origin(path)
+        if origin is None:
+            return None
+        try:
+            trajectories = load(path)
+        except NotATrajectory as exc:
+            if origin == "found":
+                self.notes.skipped.append(self._relative(path))
+                return None
+            self.errors.append(str(exc))
+            trajectories = []  # collected, empty: pytest says ours, not "not found"
+        except TrajectoryError as exc:
+            self.errors.append(str(exc))
+            trajectories = []
+        self.notes.add(trajectories)
+        return ReplayFile.from_parent(parent, path=path, mode=self.mode, trajectories=trajectories)
+
+    def _origin(self, path: Path) -> Origin | None:
+        if not (self.files or self.directories or self.globs or _replayable(path)):
+            return None  # a suite's own file, with nothing asked for: as without the plugin
         resolved = path.resolve()
-        if resolved in self.files:
-            return True
-        return path.name.endswith(REPLAY_SUFFIXES) and any(
-            resolved.is_relative_to(directory) for directory in self.directories
+        if resolved in self.files or (_replayable(path) and resolved in self._named_files()):
+            return "named"
+        if any(resolved.is_relative_to(directory) for directory in self.directories):
+            if _replayable(path):
+                return "found"
+            if path.suffix != ".py":  # a log, a config: not a trajectory either
+                self.notes.skipped.append(self._relative(path))
+            return None
+        relative = self._relative(path)
+        return "found" if any(fnmatch.fnmatch(relative, glob) for glob in self.globs) else None
+
+    def _named_files(self) -> set[Path]:
+        """The files named on the command line (not directories: a suite's test data in
+        them is not collected)."""
+        if self._named is None:
+            base = self.config.invocation_params.dir
+            args = self.config.args
+            if self.config.args_source != pytest.Config.ArgsSource.ARGS:
+                args = []
+            paths = ((base / arg.split("::")[0]).resolve() for arg in args)
+            self._named = {path for path in paths if path.is_file()}
+        return self._named
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.resolve().relative_to(self.config.rootpath.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    # -- hooks: the notes in the summary, and from xdist workers to the controller ----------
+
+    def pytest_sessionfinish(self) -> None:
+        if hasattr(self.config, "workerinput"):
+            xdist.hand_over(self.config, xdist.REPLAY_NOTES_KEY, self.notes.to_dict())
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        notes = getattr(node, "workeroutput", {}).get(xdist.REPLAY_NOTES_KEY)
+        if notes and not self.notes:  # every worker collects the same files
+            self.notes = Notes.from_dict(notes)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        for line in self.notes.lines(self.mode):
+            terminalreporter.write_line(line)
+
+
+@dataclass
+class Notes:
+    """What collection found: files skipped, trajectories without an action or a think time,
+    steps that call a harness's tools."""
+
+    skipped: list[str] = field(default_factory=list)
+    #: Trajectories that recorded no action: not replayed, so no cold start counts for them.
+    zero_action: int = 0
+    #: Trajectories without any think time, by format.
+    think_unknown: Counter = field(default_factory=Counter)
+    #: Steps that call a SWE-agent tool, by tool.
+    harness_tools: Counter = field(default_factory=Counter)
+
+    def add(self, trajectories: list[RecordedTrajectory]) -> None:
+        for trajectory in trajectories:
+            if not trajectory.steps:
+                self.zero_action += 1
+                continue
+            if think_known(trajectory) == "unknown":
+                self.think_unknown[trajectory.format] += 1
+            self.harness_tools.update(s.tool for s in trajectory.steps if s.tool is not None)
+
+    def __bool__(self) -> bool:
+        return bool(self.skipped or self.zero_action or self.think_unknown or self.harness_tools)
+
+    def to_dict(self) -> dict:
+        """Plain types (xdist ships them from a worker)."""
+        return {key: dict(value) if isinstance(value, Counter) else value
+                for key, value in asdict(self).items()}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Notes:
+        return cls(
+            skipped=list(data["skipped"]),
+            zero_action=data["zero_action"],
+            think_unknown=Counter(data["think_unknown"]),
+            harness_tools=Counter(data["harness_tools"]),
         )
+
+    def lines(self, mode: Mode) -> list[str]:
+        """The summary's lines, one per note."""
+        lines = []
+        if self.skipped:
+            names = ", ".join(self.skipped[:3]) + (", ..." if len(self.skipped) > 3 else "")
+            lines.append(
+                f"rollout-tax: skipped {len(self.skipped)} file(s) in --rollout-replay folders "
+                f"that are not trajectories: {names}"
+            )
+        if self.zero_action:
+            lines.append(
+                f"rollout-tax: note: {self.zero_action} trajectory(ies) recorded no action (the "
+                "run ended before its first): not replayed, no cold start counted"
+            )
+        if self.think_unknown:
+            lines.append(
+                f"rollout-tax: note: {sum(self.think_unknown.values())} trajectory(ies) record "
+                f"no think time ({_counts(self.think_unknown)}): unknown, not 0; the recorded "
+                "think time comes from the others (or give --rollout-think-time)"
+            )
+        if self.harness_tools and mode == "exact":
+            bundles = sorted({f"tools/{TOOL_BUNDLES[tool]}" for tool in self.harness_tools})
+            lines.append(
+                f"rollout-tax: note: {sum(self.harness_tools.values())} step(s) call SWE-agent "
+                f"tools ({_counts(self.harness_tools)}): they run only in an image with "
+                f"SWE-agent's tool bundles {', '.join(bundles)}; elsewhere they fail (127: not "
+                "found) and count as harness_tool divergences"
+            )
+        return lines
+
+
+def _counts(counter: Counter) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counter.items()))
+
+
+def _replayable(path: Path) -> bool:
+    return path.name.endswith(REPLAY_SUFFIXES)
 
 
 class ReplayFile(pytest.Module):
     """A trajectory file: its trajectories, each a test function named ``replay`` (or by its
-    ``trajectory_id`` when the file holds rows). An unreadable file adds one line to
-    ``errors``, which the plugin raises as a usage error once collection is done."""
+    id when the file holds several, or rows of chat messages)."""
 
-    def __init__(self, *, mode: Mode, errors: list[str], **kwargs) -> None:
+    def __init__(self, *, mode: Mode, trajectories: list[RecordedTrajectory], **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode = mode
-        self.errors = errors
+        self.trajectories = trajectories
         self._module: types.ModuleType | None = None
 
     def _getobj(self) -> types.ModuleType:
         if self._module is None:
             module = types.ModuleType(MODULE)
-            try:
-                trajectories = load(self.path)
-            except TrajectoryError as exc:
-                self.errors.append(str(exc))
-                trajectories = []
+            trajectories = self.trajectories
             named = len(trajectories) > 1 or any(
-                trajectory.format == "openai-messages" for trajectory in trajectories
+                trajectory.format in ROW_FORMATS for trajectory in trajectories
             )
             for trajectory in trajectories:
                 name = _unique(module, _name(trajectory.trajectory_id) if named else "replay")
@@ -84,7 +243,20 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
     """The test function that replays ``trajectory`` in the ``sandbox`` of each rollout."""
 
     def function(sandbox: Sandbox) -> None:
-        replay(sandbox, trajectory, mode)
+        try:
+            replay(sandbox, trajectory, mode)
+        except ReplayFailure as exc:
+            failure = exc
+        else:
+            return
+        sandbox.rollout.fail(failure.reason)  # countable: the substrate's reason
+        pytest.fail(str(failure), pytrace=False)  # outside the except: no chained traceback
+
+    def nothing() -> None:
+        """A trajectory without an action: skipped, without a sandbox."""
+
+    if not trajectory.steps:  # no sandbox: no cold start counts for it
+        function = nothing
 
     function.__name__ = function.__qualname__ = name
     function.__module__ = MODULE
@@ -92,8 +264,10 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
     function.__test__ = True  # collected whatever python_functions says
     #: What the rollout's ``replay`` entry starts as, before its sandbox starts.
     function.rollout_replay = ReplayInfo.of(trajectory, mode)
+    if not trajectory.steps:
+        return pytest.mark.skip(reason=NOTHING_TO_REPLAY)(function)
     marker = pytest.mark.trajectory(
-        steps=len(trajectory.steps) or None,
+        steps=len(trajectory.steps),
         timeout=trajectory.timeout or DEFAULT_TIMEOUT_S,
     )
     return marker(function)

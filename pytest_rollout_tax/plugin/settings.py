@@ -51,7 +51,11 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "else none)", "string", None),
     ("--rollout-replay", {"action": "append", "metavar": "PATH"},
      "replay the recorded agent trajectories in PATH, a file or a directory (repeatable); "
-     "*.traj and *.traj.json files are replayed wherever pytest collects", "paths", []),
+     "in a directory, files that are not trajectories are skipped and counted", "paths", []),
+    ("--rollout-replay-glob", {"action": "append", "metavar": "GLOB"},
+     "also replay the files pytest collects whose path (relative to the rootdir) matches "
+     "GLOB, e.g. runs/*/*.traj.json (repeatable); others are never collected as trajectories",
+     "linelist", []),
     ("--rollout-replay-mode", {"metavar": "shape|exact"},
      "shape: each recorded action is one step with its recorded output size and exit code "
      "(runs anywhere); exact: the recorded commands as they were, in your image "
@@ -163,6 +167,8 @@ class Settings:
     #: Trajectory files and directories to replay (``--rollout-replay``), and how.
     replay_paths: tuple[Path, ...] = ()
     replay_mode: Mode = "shape"
+    #: ``--rollout-replay-glob`` patterns: more trajectory files, where pytest collects.
+    replay_globs: tuple[str, ...] = ()
     #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
@@ -250,6 +256,7 @@ class Settings:
             catalog=Catalog.of(tables, aliases),
             replay_paths=replay_paths,
             replay_mode=replay_mode,
+            replay_globs=tuple(option(config, "--rollout-replay-glob")),
             history_fail=history_fail,
             order=order,
             shard=shard,

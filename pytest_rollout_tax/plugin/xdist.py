@@ -19,6 +19,8 @@ SESSION_ID_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"
 #: A worker's warm-pool stats, merged on the controller.
 POOLS_KEY = "rollout_tax_pools"
+#: What a worker's collection of trajectory files found (``replay_files.Notes``).
+REPLAY_NOTES_KEY = "rollout_tax_replay_notes"
 
 
 def controller_session_id(config: pytest.Config) -> str | None:

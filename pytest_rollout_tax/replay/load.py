@@ -1,25 +1,36 @@
-"""Read a trajectory file, whatever its format: detected from its content."""
+"""Read a trajectory file, whatever its format and layout: both detected from its content.
+
+A file is one JSON value (indented or on one line) or JSONL (one value per line). Either way
+it is a list of rows: a document is one row, a JSON array one row per element, JSONL one per
+line. The rows are our steps (one trajectory) or trajectories, each in any format."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import mini_swe_agent, openai_messages, rollout_tax, swe_agent
-from .model import RecordedTrajectory, TrajectoryError, fail
+from .model import RecordedTrajectory, TrajectoryError, fail, not_a_trajectory
 
 #: The largest recorded time (seconds) and output size (bytes) a step may have: beyond them a
 #: recording is corrupt, not long.
 MAX_SECONDS = 1e9
 MAX_BYTES = 2**40
-#: File names collected as trajectories wherever pytest looks.
+#: Step times may pass the wall time by this much (timestamps of whole seconds round).
+WALL_SLACK_S = 1.0
+#: The suffixes of a trajectory file's name, taken off for its id.
 SUFFIXES = (".traj", ".traj.json")
-
-
-def is_trajectory_name(name: str) -> bool:
-    """Whether a file called ``name`` is collected as a trajectory wherever it lies."""
-    return name.endswith(SUFFIXES)
+#: The formats a row may be in, in the order they are tried.
+DOCUMENTS = (mini_swe_agent, swe_agent, openai_messages)
+#: The fields that name a trajectory, in the order they are tried (``run_id`` goes with
+#: ``instance_id``: several runs of one instance are distinct trajectories).
+IDENTITY = ("trajectory_id", "traj_id", "run_id+instance_id", "instance_id")
+EXPECTED = (
+    "expected a mini-swe-agent trajectory, a SWE-agent .traj, chat rows with 'messages' or "
+    "'trajectory', or JSONL steps with 'cmd'"
+)
 
 
 def stem(path: Path) -> str:
@@ -30,103 +41,142 @@ def stem(path: Path) -> str:
     return path.name
 
 
+@dataclass(frozen=True)
+class Row:
+    """One JSON value of a file, and where it is: ``path:line`` (JSONL) or ``path: [i]``."""
+
+    where: str
+    value: Any
+    #: Its position among the file's rows, from 1, whatever the layout.
+    ordinal: int
+    #: Its place in the file: ``line N`` or ``[i]``.
+    place: str
+
+
 def load(path: str | Path) -> list[RecordedTrajectory]:
-    """Every trajectory in ``path``: one for a JSON document, one per row for chat-message
-    JSONL, one for a JSONL of our steps. A TrajectoryError names the file and the line."""
-    trajectories = _load(Path(path))
+    """Every trajectory in ``path``. A TrajectoryError names the file and the line (or the
+    row and field); a NotATrajectory says the file holds no trajectory at all."""
+    path = Path(path)
+    trajectories = _trajectories(path, rows(path))
     for trajectory in trajectories:
-        _check_bounds(trajectory)
+        check(trajectory)
     return trajectories
 
 
-def _check_bounds(trajectory: RecordedTrajectory) -> None:
-    """Reject recorded figures no real run has (a corrupt timestamp, a wrong size)."""
+def check(trajectory: RecordedTrajectory) -> None:
+    """Reject recorded figures no real run has: a corrupt time or size, a negative duration,
+    step times that add up to more than the trajectory's wall time."""
+    total = 0.0
     for index, step in enumerate(trajectory.steps):
         where = f"{trajectory.source}: {trajectory.trajectory_id}: step {index + 1}"
         for name in ("think_s", "recorded_s"):
             value = getattr(step, name)
-            if value is not None and value > MAX_SECONDS:
+            if value is None:
+                continue
+            if value < 0:
+                raise fail(where, f"{name}={value!r}: a negative duration")
+            if value > MAX_SECONDS:
                 raise fail(where, f"{name}={value!r}: more than {MAX_SECONDS:.0e} seconds")
+            total += value
+        if trajectory.wall_s is not None and total > trajectory.wall_s + WALL_SLACK_S:
+            raise fail(
+                where,
+                f"its steps' times add up to {total:g} s, more than the trajectory's "
+                f"{trajectory.wall_s:g} s from first to last timestamp",
+            )
         if step.output_bytes is not None and step.output_bytes > MAX_BYTES:
             raise fail(where, f"output_bytes={step.output_bytes}: more than {MAX_BYTES} bytes")
 
 
-def _load(path: Path) -> list[RecordedTrajectory]:
+def rows(path: Path) -> list[Row]:
+    """The JSON values of ``path``: one document (a JSON array: its elements), or JSONL."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TrajectoryError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise fail(f"{path}:{line}", "not UTF-8 text") from None
-    lines = text.splitlines()
-    first = next((n for n, line in enumerate(lines, 1) if line.strip()), None)
-    if first is None:
-        raise fail(f"{path}:1", "empty file; expected a trajectory")
-    if not _is_json_line(lines[first - 1]):
-        return [_document(path, text)]
-    rows = []
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            rows.append((number, _json(line, path, number)))
-    if rollout_tax.matches(rows[0][1]):
-        steps = [rollout_tax.step(row, f"{path}:{number}") for number, row in rows]
+        raise not_a_trajectory(f"{path}:{line}", "not UTF-8 text") from None
+    if not text.strip():
+        raise not_a_trajectory(f"{path}:1", "empty file; expected a trajectory")
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _jsonl(path, text, exc)
+    except RecursionError:
+        raise not_a_trajectory(f"{path}:1", "not valid JSON: nested too deeply") from None
+    if isinstance(document, list):
+        return [Row(f"{path}: [{i}]", value, i + 1, f"[{i}]") for i, value in enumerate(document)]
+    return [Row(f"{path}:1", document, 1, "line 1")]
+
+
+def _jsonl(path: Path, text: str, error: json.JSONDecodeError) -> list[Row]:
+    """``text`` as JSONL; if its first line is not JSON either, it is a document with
+    ``error``."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+            found.append(Row(f"{path}:{number}", value, len(found) + 1, f"line {number}"))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            if not found:  # not JSONL: one document, broken where the parser says
+                where = f"{path}:{error.lineno}"
+                raise not_a_trajectory(
+                    where, f"not valid JSON: {error.msg} (column {error.colno})"
+                ) from None
+            problem = getattr(exc, "msg", "nested too deeply")
+            raise fail(f"{path}:{number}", f"not valid JSON: {problem}") from None
+    return found
+
+
+def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
+    if not found:
+        raise not_a_trajectory(f"{path}:1", f"an empty JSON array; {EXPECTED}")
+    if rollout_tax.matches(found[0].value):
+        steps = [rollout_tax.step(row.value, row.where) for row in found]
         return [RecordedTrajectory(str(path), "rollout-tax", stem(path), tuple(steps))]
-    if len(rows) == 1 and not openai_messages.matches(rows[0][1]):
-        return [_document(path, text)]
-    return _rows(path, rows)
-
-
-def _document(path: Path, text: str) -> RecordedTrajectory:
-    """A trajectory that is one JSON document."""
-    data = _json(text, path)
-    for module in (mini_swe_agent, swe_agent):
-        if module.matches(data):
-            return module.parse(data, str(path), stem(path))
-    if openai_messages.matches(data):
-        trajectory_id = _trajectory_id(data, stem(path))
-        return openai_messages.parse(data, f"{path}:1", trajectory_id, str(path))
-    raise fail(
-        f"{path}:1",
-        "not a trajectory this tool reads (mini-swe-agent, SWE-agent .traj, chat messages "
-        "with tool_calls, or JSONL steps with cmd)",
-    )
-
-
-def _rows(path: Path, rows: list[tuple[int, Any]]) -> list[RecordedTrajectory]:
-    """Chat-message rows, one trajectory each, named by their ``trajectory_id``."""
     trajectories, seen = [], {}
-    for number, row in rows:
-        where = f"{path}:{number}"
-        if not openai_messages.matches(row):
-            raise fail(where, "expected a row with 'trajectory_id' and 'trajectory' or 'messages'")
-        trajectory_id = _trajectory_id(row, f"{stem(path)}-{number}")
+    for row in found:
+        module = next((m for m in DOCUMENTS if m.matches(row.value)), None)
+        if module is None:
+            if row is found[0]:
+                raise not_a_trajectory(row.where, _what(row.value))
+            raise fail(row.where, f"expected a row like the first one; {EXPECTED}")
+        field, trajectory_id = identity(row.value)
+        if trajectory_id is None:
+            field = "position"
+            trajectory_id = stem(path) if len(found) == 1 else f"{stem(path)}-{row.ordinal}"
         if trajectory_id in seen:
-            raise fail(where, f"trajectory_id {trajectory_id!r} repeats line {seen[trajectory_id]}")
-        seen[trajectory_id] = number
-        trajectories.append(openai_messages.parse(row, where, trajectory_id, str(path)))
+            raise fail(
+                row.where,
+                f"{field} {trajectory_id!r} repeats {seen[trajectory_id]}"
+                + ("" if field != "instance_id" else "; add a run_id, traj_id or trajectory_id"),
+            )
+        seen[trajectory_id] = row.place
+        trajectories.append(module.parse(row.value, row.where, trajectory_id, str(path)))
     return trajectories
 
 
-def _trajectory_id(row: dict, default: str) -> str:
-    value = row.get("trajectory_id", row.get("instance_id"))
-    return str(value) if isinstance(value, str | int) and str(value) else default
+def identity(row: Any) -> tuple[str, str | None]:
+    """The field that names a row's trajectory (the first of IDENTITY it has) and the name."""
+    for field in IDENTITY:
+        values = [_name(row.get(key)) for key in field.split("+")]
+        if all(values):
+            return field, "/".join(values)
+    return "", None
 
 
-def _is_json_line(line: str) -> bool:
-    """Whether ``line`` alone is a JSON object (the file is JSONL, not one indented document)."""
-    try:
-        return isinstance(json.loads(line), dict)
-    except ValueError:
-        return False
+def _name(value: Any) -> str | None:
+    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) else None
 
 
-def _json(text: str, path: Path, line: int | None = None) -> Any:
-    """``text`` parsed: the whole file (``line`` None) or its line ``line``."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"{path}:{exc.lineno if line is None else line}"
-        raise fail(where, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
-    except RecursionError:
-        raise fail(f"{path}:{line or 1}", "not valid JSON: nested too deeply") from None
+def _what(value: Any) -> str:
+    """What a value that is not a trajectory is, for the message."""
+    if isinstance(value, dict) and "role" in value:
+        return f"a chat message, not a trajectory: {EXPECTED} (a bare list of messages has none)"
+    if isinstance(value, dict):
+        keys = ", ".join(repr(key) for key in list(value)[:4])
+        return f"not a trajectory this tool reads (an object with {keys or 'no keys'}); {EXPECTED}"
+    return f"not a trajectory this tool reads (a JSON {type(value).__name__}); {EXPECTED}"

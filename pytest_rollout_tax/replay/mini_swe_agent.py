@@ -7,7 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import RecordedStep, RecordedTrajectory, byte_length, exit_code, fail, number
+from .model import Clock, RecordedStep, RecordedTrajectory, byte_length, exit_code, fail, number
+
+#: Where a recording names its step timeout.
+TIMEOUT_FIELD = "info.config.environment.timeout"
+#: How mini-swe-agent 1.x's timeout template starts a timed-out command's observation.
+_TIMED_OUT = "timed out and has been killed"
 
 _BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
@@ -26,22 +31,28 @@ def matches(data: Any) -> bool:
     )
 
 
-def parse(data: dict, source: str, trajectory_id: str) -> RecordedTrajectory:
-    """The recorded actions of a mini-swe-agent trajectory."""
+def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+    """The recorded actions of a mini-swe-agent trajectory; ``where`` names it in errors."""
     messages = data["messages"]
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise fail(f"{source}: messages[{index}]", "expected an object")
+            raise fail(f"{where}: messages[{index}]", "expected an object")
     structured = any(_actions(m) is not None for m in messages if m.get("role") == "assistant")
-    steps = _structured(messages, source) if structured else _text(messages)
-    environment = data.get("info", {}).get("config", {}).get("environment", {})
+    clock = Clock(where)
+    steps = _structured(messages, where, clock) if structured else _text(messages, clock)
+    info = data.get("info")
+    config = info.get("config") if isinstance(info, dict) else None
+    environment = config.get("environment") if isinstance(config, dict) else None
     timeout = number(environment.get("timeout")) if isinstance(environment, dict) else None
+    known = timeout is not None and timeout > 0
     return RecordedTrajectory(
         source=source,
         format="mini-swe-agent",
         trajectory_id=trajectory_id,
         steps=tuple(steps),
-        timeout=timeout if timeout and timeout > 0 else None,
+        timeout=timeout if known else None,
+        timeout_field=TIMEOUT_FIELD if known else None,
+        wall_s=clock.wall_s,
     )
 
 
@@ -51,45 +62,49 @@ def _actions(message: dict) -> list | None:
     return actions if isinstance(actions, list) else None
 
 
-def _timestamp(message: dict) -> float | None:
+def _stamp(message: dict, index: int) -> tuple[float | None, str]:
+    """A v2 message's time: ``extra.timestamp``, else the top-level ``timestamp``."""
     extra = message.get("extra")
-    return number(extra.get("timestamp")) if isinstance(extra, dict) else None
+    if isinstance(extra, dict) and number(extra.get("timestamp")) is not None:
+        return number(extra["timestamp"]), f"messages[{index}].extra.timestamp"
+    return number(message.get("timestamp")), f"messages[{index}].timestamp"
 
 
-def _structured(messages: list[dict], source: str) -> list[RecordedStep]:
+def _structured(messages: list[dict], where: str, clock: Clock) -> list[RecordedStep]:
     """v2 (``mini-swe-agent-1.1``): ``extra.actions[].command``; the observations that follow
     carry ``extra.raw_output``, ``extra.returncode`` and ``extra.timestamp``."""
-    steps = []
-    last_time = None  # the newest timestamp before the current message
+    steps: list[RecordedStep] = []
     for index, message in enumerate(messages):
-        stamp = _timestamp(message)
+        stamp, field = _stamp(message, index)
         actions = _actions(message) if message.get("role") == "assistant" else None
-        if actions:
-            observations = _observations(messages, index + 1)
-            think = stamp - last_time if stamp is not None and last_time is not None else None
-            ran = None
-            if stamp is not None and observations and _timestamp(observations[0]) is not None:
-                ran = max(0.0, _timestamp(observations[0]) - stamp) / len(actions)
-            for position, action in enumerate(actions):
-                where = f"{source}: messages[{index}].extra.actions[{position}]"
-                command = action.get("command") if isinstance(action, dict) else None
-                if not isinstance(command, str):
-                    raise fail(where, "expected an object with a command string")
-                seen = _matching(observations, action, position)
-                extra = seen.get("extra", {}) if seen else {}
-                steps.append(
-                    RecordedStep(
-                        command=command,
-                        think_s=(max(0.0, think) if position == 0 else 0.0)
-                        if think is not None
-                        else None,
-                        recorded_s=ran,
-                        exit_code=exit_code(extra.get("returncode")),
-                        output_bytes=byte_length(extra.get("raw_output")) if seen else None,
-                    )
+        if not actions:
+            clock.advance(stamp, len(steps) or 1, field)
+            continue
+        think = clock.advance(stamp, len(steps) + 1, field)
+        stamp = clock.last if stamp is not None else None  # a clock stepped back: the last
+        observations = _observations(messages, index + 1)
+        ran = None
+        seen_at = _stamp(observations[0], index)[0] if observations else None
+        if stamp is not None and seen_at is not None:
+            ran = (seen_at - stamp) / len(actions)  # < 0 is refused when the clock reaches it
+        for position, action in enumerate(actions):
+            command = action.get("command") if isinstance(action, dict) else None
+            if not isinstance(command, str):
+                raise fail(
+                    f"{where}: messages[{index}].extra.actions[{position}]",
+                    "expected an object with a command string",
                 )
-        if stamp is not None:
-            last_time = stamp
+            seen = _matching(observations, action, position)
+            extra = seen.get("extra", {}) if seen else {}
+            steps.append(
+                RecordedStep(
+                    command=command,
+                    think_s=(think if position == 0 else 0.0) if think is not None else None,
+                    recorded_s=ran,
+                    exit_code=exit_code(extra.get("returncode")),
+                    output_bytes=byte_length(extra.get("raw_output")) if seen else None,
+                )
+            )
     return steps
 
 
@@ -115,33 +130,67 @@ def _matching(observations: list[dict], action: dict, position: int) -> dict | N
     return observations[position] if position < len(observations) else None
 
 
-def _text(messages: list[dict]) -> list[RecordedStep]:
+def _text(messages: list[dict], clock: Clock) -> list[RecordedStep]:
     """The older text format: one ```` ```bash ```` block per assistant message, its
-    observation the next user message (``<returncode>``, ``<output>`` or head/tail)."""
-    steps = []
+    observation the next user message (``<returncode>``, ``<output>`` or head/tail). Its time:
+    each message's ``timestamp`` (1.17 and later), else each model response's
+    ``extra.response.created`` (whole seconds, and no command times)."""
+    stamped = any(number(m.get("timestamp")) is not None for m in messages)
+    steps: list[RecordedStep] = []
     for index, message in enumerate(messages):
+        stamp, field = _text_stamp(message, index, stamped)
         if message.get("role") != "assistant":
+            clock.advance(stamp, len(steps) or 1, field)
             continue
         blocks = _BASH_BLOCK.findall(_content(message))
+        think = clock.advance(stamp, len(steps) + 1, field)
+        stamp = clock.last if stamp is not None else None
         if len(blocks) != 1:  # the agent rejected it as a format error: nothing ran
             continue
         reply = next((m for m in messages[index + 1 :] if m.get("role") in ("user", "tool")), None)
         code, size = _observation(_content(reply)) if reply else (None, None)
-        steps.append(RecordedStep(command=blocks[0].strip(), exit_code=code, output_bytes=size))
+        seen_at = number(reply.get("timestamp")) if reply and stamped else None
+        steps.append(
+            RecordedStep(
+                command=blocks[0].strip(),
+                think_s=think,
+                recorded_s=seen_at - stamp if seen_at is not None and stamp is not None else None,
+                exit_code=code,
+                output_bytes=size,
+            )
+        )
     return steps
 
 
+def _text_stamp(message: dict, index: int, stamped: bool) -> tuple[float | None, str]:
+    if stamped:
+        return number(message.get("timestamp")), f"messages[{index}].timestamp"
+    extra = message.get("extra")
+    response = extra.get("response") if isinstance(extra, dict) else None
+    created = response.get("created") if isinstance(response, dict) else None
+    return number(created), f"messages[{index}].extra.response.created"
+
+
 def _observation(text: str) -> tuple[int | None, int | None]:
-    """Exit code and output size of a text observation (long outputs were cut: their size is
-    head + elided + tail)."""
+    """Exit code and output size of a text observation. Long outputs were cut: their size is
+    head + elided + tail. The templates put a newline of their own before each closing tag
+    of a head, a tail and a timed-out command's output: it is not the command's."""
     code = _RETURNCODE.search(text)
     returncode = int(code.group(1)) if code else None
     head, tail, elided = _HEAD.search(text), _TAIL.search(text), _ELIDED.search(text)
     if head and tail and elided:
-        size = byte_length(head.group(1)) + int(elided.group(1)) + byte_length(tail.group(1))
+        size = _size(head.group(1)) + int(elided.group(1)) + _size(tail.group(1))
         return returncode, size
     output = _OUTPUT.search(text)
-    return returncode, byte_length(output.group(1)) if output else None
+    if output is None:
+        return returncode, None
+    timed_out = _TIMED_OUT in text
+    return returncode, _size(output.group(1)) if timed_out else byte_length(output.group(1))
+
+
+def _size(text: str) -> int:
+    """Bytes of a template-wrapped output, without the template's closing newline."""
+    return byte_length(text[:-1] if text.endswith("\n") else text)
 
 
 def _content(message: dict) -> str:

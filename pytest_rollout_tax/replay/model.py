@@ -6,10 +6,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..errors import TrajectoryError
+from ..errors import NotATrajectory, TrajectoryError
 
 #: The harness formats a trajectory file may be in.
-Format = Literal["mini-swe-agent", "swe-agent", "openai-messages", "rollout-tax"]
+Format = Literal["mini-swe-agent", "swe-agent", "openai-messages", "swe-smith", "rollout-tax"]
 #: The editor commands emulated with the sandbox's file API.
 EDIT_COMMANDS = ("create", "view", "str_replace", "insert")
 
@@ -39,6 +39,9 @@ class RecordedStep:
     exit_code: int | None = None
     #: Bytes of output the recorded action returned.
     output_bytes: int | None = None
+    #: The harness tool the command calls (SWE-agent's ``find_file``, ``open``, ``edit``...),
+    #: which a plain image does not have; None for a plain shell command.
+    tool: str | None = None
 
 
 @dataclass(frozen=True)
@@ -49,13 +52,69 @@ class RecordedTrajectory:
     format: Format
     trajectory_id: str
     steps: tuple[RecordedStep, ...]
-    #: The recording's own step timeout, in seconds (None: it had none that we know).
+    #: The recording's own step timeout, in seconds (None: it had none that we know), and the
+    #: field it came from (``info.config.environment.timeout``).
     timeout: float | None = None
+    timeout_field: str | None = None
+    #: Seconds from the recording's first timestamp to its last (None: it has no timestamps).
+    wall_s: float | None = None
 
 
 def fail(where: str, problem: str) -> TrajectoryError:
     """The one-line error for ``where`` (``path:line`` or ``path: field``)."""
     return TrajectoryError(f"{where}: {problem}")
+
+
+def not_a_trajectory(where: str, problem: str) -> NotATrajectory:
+    """The one-line error for a file that holds no trajectory."""
+    return NotATrajectory(f"{where}: {problem}")
+
+
+def think_known(trajectory: RecordedTrajectory) -> str:
+    """``recorded`` (every step has a think time), ``partial`` or ``unknown`` (none has)."""
+    known = [step.think_s is not None for step in trajectory.steps]
+    if known and all(known):
+        return "recorded"
+    return "partial" if any(known) else "unknown"
+
+
+#: How far a timestamp may fall behind the one before it: a wall clock stepped back (NTP) by
+#: less is taken as no time passing; by more, the recording is corrupt.
+CLOCK_SLACK_S = 1.0
+
+
+class Clock:
+    """A recording's timestamps in order: each must be at or after the one before (a run's
+    clock does not go backwards, but for CLOCK_SLACK_S), else the step is refused in one
+    line."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.first: float | None = None
+        self.last: float | None = None
+
+    def advance(self, stamp: float | None, step: int, field: str) -> float | None:
+        """Take ``stamp`` (``field`` of the message before step ``step``); the seconds since the
+        previous timestamp, or None when either is unknown."""
+        if stamp is None:
+            return None
+        since = None if self.last is None else stamp - self.last
+        if since is not None and since < -CLOCK_SLACK_S:
+            raise fail(
+                f"{self.where}: step {step}",
+                f"{field}={stamp!r} is {-since:g} s before the timestamp before it "
+                f"({self.last!r}): timestamps go backwards",
+            )
+        if self.first is None:
+            self.first = stamp
+        if since is not None and since < 0:  # the wall clock was stepped back a little
+            return 0.0
+        self.last = stamp
+        return since
+
+    @property
+    def wall_s(self) -> float | None:
+        return None if self.first is None else self.last - self.first
 
 
 def byte_length(text: object) -> int:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ..core.record import Rollout, Step
-from .model import FileEdit, RecordedStep, RecordedTrajectory
+from ..errors import RolloutTaxError, StepTimeout, reason_of
+from .model import FileEdit, RecordedStep, RecordedTrajectory, think_known
 
 if TYPE_CHECKING:
     from ..core.sandbox import Sandbox
@@ -26,6 +27,20 @@ SHAPE_SCRIPT = (
 HARNESS_SHELL = 'command -v bash >/dev/null 2>&1 && exec bash -c "$1"; exec sh -c "$1"'
 #: The file errors an emulated edit returns as its result, as the editor tool would.
 FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+#: The exit status of a shell asked to run a command it cannot find.
+NOT_FOUND = 127
+#: Exact mode's kinds of divergent step: a harness tool the image lacks (SWE-agent's
+#: ``open``, ``edit``...), another command the image lacks (exit 127), a different exit code.
+DIVERGENCES = ("harness_tool", "not_found", "exit_code")
+
+
+class ReplayFailure(RolloutTaxError):
+    """A replayed step the substrate failed (past its timeout, a lost sandbox): one line that
+    names the file, the step and its command; ``reason`` is the substrate's countable one."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def harness_command(command: str) -> list[str]:
@@ -48,20 +63,32 @@ class ReplayInfo:
     mode: Mode
     trajectory_id: str
     recorded_steps: int
-    #: Exact mode: steps whose exit code differs from the recording's (None in shape mode).
+    #: Exact mode: steps that did not replay as recorded (None in shape mode).
     divergent_steps: int | None
+    #: Exact mode: ``divergent_steps`` by kind (DIVERGENCES; None in shape mode).
+    divergent_by_kind: dict[str, int] | None = field(default=None)
+    #: Whether the recording has each step's think time: ``recorded``, ``partial`` or
+    #: ``unknown`` (the format records none: unknown, not 0).
+    think_time: str = "unknown"
 
     @classmethod
     def of(cls, trajectory: RecordedTrajectory, mode: Mode) -> ReplayInfo:
         """The entry of ``trajectory`` replayed in ``mode``, before its first step."""
+        exact = mode == "exact"
         return cls(
             source=trajectory.source,
             format=trajectory.format,
             mode=mode,
             trajectory_id=trajectory.trajectory_id,
             recorded_steps=len(trajectory.steps),
-            divergent_steps=0 if mode == "exact" else None,
+            divergent_steps=0 if exact else None,
+            divergent_by_kind=dict.fromkeys(DIVERGENCES, 0) if exact else None,
+            think_time=think_known(trajectory),
         )
+
+    def diverged(self, kind: str) -> None:
+        self.divergent_steps += 1
+        self.divergent_by_kind[kind] += 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,33 +97,70 @@ class ReplayInfo:
 def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> ReplayInfo:
     """Replay every action of ``trajectory`` as exactly one step of ``sandbox``'s rollout.
 
-    Only the substrate's failures raise (a lost sandbox, a step past its timeout); an action
-    that fails as it did, or differently, is a result.
+    Only the substrate's failures raise, as a ReplayFailure (a lost sandbox, a step past its
+    timeout); an action that fails as it did, or differently, is a result.
     """
     info = ReplayInfo.of(trajectory, mode)
     rollout = sandbox.rollout
     rollout.replay = info.to_dict()
-    for recorded in trajectory.steps:
+    for number, recorded in enumerate(trajectory.steps, 1):
         before = len(rollout.steps)
         try:
-            if mode == "shape" or (recorded.command is None and recorded.edit is None):
-                code = sandbox.exec(shape_command(recorded.output_bytes, recorded.exit_code))
-                code = code.exit_code
-            elif recorded.edit is not None:
-                code = _edit(sandbox, recorded.edit)
-            else:
-                code = sandbox.exec(harness_command(recorded.command)).exit_code
+            code = _run(sandbox, recorded, mode)
+        except RolloutTaxError as exc:
+            raise ReplayFailure(
+                _failure(trajectory, number, recorded, exc), reason_of(exc)
+            ) from None
         finally:
             _as_one_step(rollout, before, recorded)
-        if mode == "exact" and _diverged(recorded.exit_code, code):
-            info.divergent_steps += 1
+        kind = divergence(recorded, code) if mode == "exact" else None
+        if kind is not None:
+            info.diverged(kind)
             rollout.replay = info.to_dict()
     return info
 
 
-def _diverged(recorded: int | None, replayed: int) -> bool:
-    """Whether a replayed exit code differs from a known recorded one."""
-    return recorded is not None and recorded != replayed
+def _run(sandbox: Sandbox, recorded: RecordedStep, mode: Mode) -> int:
+    """Replay one action; its exit code."""
+    if mode == "shape" or (recorded.command is None and recorded.edit is None):
+        return sandbox.exec(shape_command(recorded.output_bytes, recorded.exit_code)).exit_code
+    if recorded.edit is not None:
+        return _edit(sandbox, recorded.edit)
+    return sandbox.exec(harness_command(recorded.command)).exit_code
+
+
+def divergence(recorded: RecordedStep, replayed: int) -> str | None:
+    """How an exact replay's exit code departs from the recording (DIVERGENCES), or None. A
+    command the image cannot run (exit 127) diverges even where no code was recorded, and so
+    does a harness tool's step that fails where the recording has no code (SWE-agent records
+    none; a plain image may hold another program of the tool's name, as Debian's ``open``)."""
+    if recorded.tool is not None and replayed != 0 and recorded.exit_code is None:
+        return "harness_tool"  # 127: not installed; else another program of its name ran
+    if replayed == NOT_FOUND and recorded.exit_code != NOT_FOUND:
+        return "harness_tool" if recorded.tool is not None else "not_found"
+    if recorded.exit_code is not None and recorded.exit_code != replayed:
+        return "exit_code"
+    return None
+
+
+def _failure(
+    trajectory: RecordedTrajectory, number: int, recorded: RecordedStep, error: Exception
+) -> str:
+    """The one line of a replay step the substrate failed."""
+    what = recorded.command
+    if what is None and recorded.edit is not None:
+        what = f"{recorded.edit.command} {recorded.edit.path}"
+    line = (what or "the step that reproduces its shape").strip().splitlines() or [""]
+    text = f"{trajectory.source}: {trajectory.trajectory_id}: step {number} `{line[0][:120]}`"
+    if isinstance(error, StepTimeout):
+        limit = trajectory.timeout or DEFAULT_TIMEOUT_S
+        origin = (
+            f"the recording's {trajectory.timeout_field}"
+            if trajectory.timeout is not None
+            else "the default for a recording that names none"
+        )
+        return f"{text}: ran past its {limit:g} s step timeout (from {origin}); killed"
+    return f"{text}: {error}"
 
 
 def _edit(sandbox: Sandbox, edit: FileEdit) -> int:

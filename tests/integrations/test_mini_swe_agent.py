@@ -11,6 +11,7 @@ from pytest_rollout_tax.gate import storage
 
 AGENT_WORKLOAD = """
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -28,9 +29,20 @@ OUTPUTS = [
 ]
 
 
+
+class StampedModel(DeterministicModel):
+    # stamps each output when it answers, as a real model's response is: make_output stamps
+    # it when it is made, and a replay refuses those times as going backwards
+
+    def query(self, *args, **kwargs):
+        output = super().query(*args, **kwargs)
+        output["extra"]["timestamp"] = time.time()
+        return output
+
+
 @pytest.mark.trajectory(steps=5)
 def test_agent_loop(sandbox, tmp_path):
-    model = DeterministicModel(outputs=OUTPUTS)
+    model = StampedModel(outputs=OUTPUTS)
     env = SandboxEnvironment(sandbox, env={"TOKEN": "s3cret"}, timeout=1)
     saved = tmp_path / "run.traj.json"
     agent = DefaultAgent(model, env, system_template="You fix bugs.",

@@ -7,15 +7,22 @@ import shutil
 
 import pytest
 from support.trajectories import (
+    FORMATS,
     MINI,
     MINI_STEPS,
+    MINI_TEXT,
     MINI_TEXT_STEPS,
     OPENAI_STEPS,
     ROLLOUT_TAX_LINES,
     SWE_AGENT_STEPS,
+    SWE_AGENT_TOOLS,
+    SWE_AGENT_TOOLS_STEPS,
+    ZERO_ACTION,
     write_all,
     write_json,
     write_jsonl,
+    write_layout,
+    write_mini_batch,
 )
 from support.workloads import ROOT
 
@@ -48,17 +55,23 @@ def trajectories(pytester):
     return write_all(pytester.path / "runs")
 
 
-def test_trajectory_files_are_collected_like_doctests_with_ids(pytester, trajectories):
-    result = pytester.runpytest("--collect-only", "-q", "runs", "--rollout-rounds=2")
+def test_trajectory_files_are_collected_where_named_with_ids(pytester, trajectories):
+    result = pytester.runpytest("--collect-only", "-q", "runs/fix.traj.json", "runs/swe.traj",
+                                "runs/rows.jsonl", "--rollout-rounds=2")  # fmt: skip
     ids = [line for line in result.outlines if "::" in line]
     assert ids == [
         "runs/fix.traj.json::replay[local-1]",
         "runs/fix.traj.json::replay[local-2]",
-        "runs/old.traj.json::replay[local-1]",
-        "runs/old.traj.json::replay[local-2]",
         "runs/swe.traj::replay[local-1]",
         "runs/swe.traj::replay[local-2]",
-    ]  # the .jsonl files only when named (--rollout-replay)
+        "runs/rows.jsonl::row-a[local-1]",
+        "runs/rows.jsonl::row-a[local-2]",
+        "runs/rows.jsonl::row-b[local-1]",
+        "runs/rows.jsonl::row-b[local-2]",
+    ]
+    # a folder on the command line is a test path: its trajectory files are test data
+    result = pytester.runpytest("--collect-only", "-q", "runs")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
 
 
 def test_a_mixed_directory_collects_one_item_per_trajectory(pytester, trajectories):
@@ -131,6 +144,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
         "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
+        "divergent_by_kind": None, "think_time": "recorded",
     }  # fmt: skip
     assert mini["planned_steps"] == 3
     for name, values in MINI_STEPS.items():
@@ -176,7 +190,8 @@ def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substr
     assert old["replay"]["divergent_steps"] == 1  # seq exits 0 where the recording says 1
     assert column(old, "output_bytes") == [4, len("".join(f"{i}\n" for i in range(1, 101)))]
     swe = rollouts["swe", substrate]
-    assert swe["replay"]["divergent_steps"] == 0  # no recorded exit codes: nothing to differ
+    # no recorded exit codes, but SWE-agent's submit tool is not in the image
+    assert swe["replay"]["divergent_by_kind"] == {"harness_tool": 1, "not_found": 0, "exit_code": 0}
     assert len(column(swe, "kind")) == 2
     row_a = rollouts["row-a", substrate]
     assert column(row_a, "kind") == OPENAI_STEPS["row-a"]["kind"]
@@ -204,18 +219,25 @@ def test_the_editor_actions_edit_the_file_in_exact_mode(pytester, trajectories):
     result.stdout.fnmatch_lines(["*NOTES 'goodbye world\\n'"])
 
 
-def test_a_step_past_the_recorded_timeout_fails_the_rollout(pytester):
+def test_a_step_past_the_recorded_timeout_fails_in_one_line(pytester):
+    """Finding 8: the file, the step, the command's first line, where the limit came from."""
     data = json.loads(json.dumps(MINI))
     data["info"]["config"]["environment"]["timeout"] = 0.5
-    data["messages"][2]["extra"]["actions"][0]["command"] = "sleep 5"
-    write_json(pytester.path / "slow.traj.json", data)
+    data["messages"][4]["extra"]["actions"][0]["command"] = "sleep 5\necho never"
+    path = write_json(pytester.path / "slow.traj.json", data)
     result = pytester.runpytest("slow.traj.json", "--rollout-replay-mode=exact",
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(failed=1)
+    output = result.stdout.str()
+    assert "Traceback" not in output and "During handling" not in output
+    result.stdout.fnmatch_lines([
+        f"{path}: slow: step 2 `sleep 5`: ran past its 0.5 s step timeout (from the "
+        "recording's info.config.environment.timeout); killed"
+    ])  # fmt: skip
     [rollout] = report_of(pytester)["rollouts"]
     assert rollout["outcome"] == "failed"
-    assert "0.5 s timeout" in rollout["error"]
-    assert len(column(rollout, "kind")) == 1  # the step that timed out, recorded
+    assert "0.5 s timeout" in rollout["error"]  # the substrate's countable reason
+    assert len(column(rollout, "kind")) == 2  # the step that timed out, recorded
 
 
 def test_the_think_time_option_wins_over_the_recording(pytester, trajectories):
@@ -299,3 +321,132 @@ def test_exact_mode_runs_commands_in_bash_as_the_harnesses_did(pytester):
     [rollout] = report_of(pytester)["rollouts"]
     assert (column(rollout, "exit_code"), column(rollout, "output_bytes")) == ([0], [5])
     assert rollout["replay"]["divergent_steps"] == 0
+
+
+def test_plain_pytest_in_a_project_with_trajectory_test_data_runs_as_without_the_plugin(pytester):
+    """Acceptance; finding 2: test data named like trajectories is not collected."""
+    data = pytester.path / "tests" / "data"
+    write_layout(data / "local.traj.json", MINI_TEXT["messages"], "indented")  # bare messages
+    write_json(data / "demo.traj", {"history": [], "replay_config": "{}"})
+    (data / "empty.traj.json").write_text("")
+    pytester.makepyfile(**{"tests/test_reader.py": (
+        "import pathlib\n"
+        "def test_data():\n"
+        "    assert len(list((pathlib.Path(__file__).parent / 'data').iterdir())) == 3\n"
+    )})  # fmt: skip
+    for args in ((), ("tests",), ("-p", "no:rollout_tax")):
+        result = pytester.runpytest_subprocess(*args)  # the installed plugin, as a user has it
+        result.assert_outcomes(passed=1)
+        assert result.ret == pytest.ExitCode.OK
+    # the plugin was active: its options are checked
+    active = pytester.runpytest_subprocess("--rollout-replay-mode=fast")
+    assert active.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_named_file_that_is_no_trajectory_is_a_usage_error(pytester):
+    write_layout(pytester.path / "local.traj.json", MINI_TEXT["messages"], "indented")
+    for args in (["local.traj.json"], ["--rollout-replay", "local.traj.json"]):
+        result = pytester.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(
+            [f"ERROR: {pytester.path}/local.traj.json: [[]0]: a chat message, not a trajectory*"]
+        )
+
+
+def test_a_mini_swe_agent_batch_folder_replays_one_rollout_per_trajectory(pytester):
+    """Acceptance; finding 3: preds.json, the log and the statuses are skipped, counted once;
+    finding 11: the run without an action starts no sandbox and has one note."""
+    write_mini_batch(pytester.path / "output" / "run")
+    result = pytester.runpytest("--rollout-replay", "output/run", "--rollout-json=report.json",
+                                "-rs")  # fmt: skip
+    result.assert_outcomes(passed=2, skipped=1)
+    rollouts = report_of(pytester)["rollouts"]
+    assert sorted(r["replay"]["trajectory_id"] for r in rollouts) == ["calc-1", "calc-2"]
+    assert report_of(pytester)["substrates"]["local"]["rollouts"] == 2  # no cold start for calc-3
+    result.stdout.fnmatch_lines([
+        "rollout-tax: skipped 3 file(s) in --rollout-replay folders that are not trajectories: "
+        "output/run/exit_statuses_1700000000.yaml, output/run/minisweagent.log, "
+        "output/run/preds.json",
+        "rollout-tax: note: 1 trajectory(ies) recorded no action (the run ended before its "
+        "first): not replayed, no cold start counted",
+    ])  # fmt: skip
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *: no action recorded*"])
+
+
+def test_compact_and_indented_copies_give_identical_reports(pytester):
+    """Acceptance; finding 1: every format, compact and indented, replays alike."""
+    for layout in ("compact", "indented"):
+        for file_name, rows in FORMATS.values():
+            write_layout(pytester.path / layout / file_name, rows, layout)
+    result = pytester.runpytest("--rollout-replay", "compact", "--rollout-replay", "indented",
+                                "--rollout-json=report.json", "--rollout-replay-mode=exact",
+                                "-p", "no:cacheprovider")  # fmt: skip
+    result.assert_outcomes(passed=2 * 10)
+    seen = {}
+    for rollout in report_of(pytester)["rollouts"]:
+        replay = dict(rollout["replay"])
+        layout = replay.pop("source").split("/")[-2]
+        steps = {
+            name: column(rollout, name)
+            for name in ("kind", "exit_code", "output_bytes", "think_s", "recorded_s")
+        }
+        seen.setdefault(layout, {})[replay["trajectory_id"]] = (replay, steps)  # fmt: skip
+    assert seen["compact"] == seen["indented"]
+    assert len(seen["compact"]) == 10
+
+
+def test_the_glob_collects_trajectories_and_skips_other_matches(pytester):
+    write_mini_batch(pytester.path / "runs")
+    pytester.makeini("[pytest]\nrollout_replay_glob =\n    runs/*.json\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert ids == [
+        "runs/calc-1/calc-1.traj.json::replay[local-1]",
+        "runs/calc-2/calc-2.traj.json::replay[local-1]",
+        "runs/calc-3/calc-3.traj.json::replay",
+    ]
+    result.stdout.fnmatch_lines(["rollout-tax: skipped 1 file(s) *: runs/preds.json"])
+
+
+def test_exact_mode_counts_swe_agent_tool_steps_as_divergent_and_names_the_bundles(pytester):
+    """Finding 7: SWE-agent's tools exit 127 in a plain image: divergent, counted by kind."""
+    write_json(pytester.path / "tools.traj", SWE_AGENT_TOOLS)
+    result = pytester.runpytest("tools.traj", "--rollout-replay-mode=exact",
+                                "--rollout-json=report.json")  # fmt: skip
+    result.assert_outcomes(passed=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    kinds = SWE_AGENT_TOOLS_STEPS["divergent_by_kind"]
+    assert rollout["replay"]["divergent_by_kind"] == kinds
+    assert rollout["replay"]["divergent_steps"] == sum(kinds.values())
+    exit_codes = column(rollout, "exit_code")
+    assert [exit_codes[i] for i in (0, 2, 3, 4, 5)] == [127, 127, 0, 127, 127]
+    assert exit_codes[1] != 0  # 127, or Debian's open (openvt) where it is installed
+    result.stdout.fnmatch_lines([
+        "rollout-tax: note: 1 trajectory(ies) record no think time (swe-agent 1): unknown, "
+        "not 0; the recorded think time comes from the others (or give --rollout-think-time)",
+        "rollout-tax: note: 4 step(s) call SWE-agent tools (edit 1, find_file 1, open 1, "
+        "submit 1): they run only in an image with SWE-agent's tool bundles tools/search, "
+        "tools/submit, tools/windowed, tools/windowed_edit_linting; elsewhere they fail "
+        "(127: not found) and count as harness_tool divergences",
+    ])  # fmt: skip
+    assert rollout["replay"]["think_time"] == "unknown"
+
+
+def test_shape_mode_records_no_divergences_and_knows_think_time(pytester, trajectories):
+    result = pytester.runpytest("runs/fix.traj.json", "--rollout-json=report.json")
+    result.assert_outcomes(passed=1)
+    [rollout] = report_of(pytester)["rollouts"]
+    assert rollout["replay"]["divergent_by_kind"] is None
+    assert rollout["replay"]["think_time"] == "recorded"
+    assert "record no think time" not in result.stdout.str()
+
+
+def test_the_notes_reach_the_summary_under_xdist(pytester):
+    write_mini_batch(pytester.path / "runs")
+    write_json(pytester.path / "runs" / "zero.traj.json", ZERO_ACTION)
+    result = pytester.runpytest("-p", "xdist", "-n", "2", "--rollout-replay", "runs")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines([
+        "rollout-tax: skipped 3 file(s) *",
+        "rollout-tax: note: 2 trajectory(ies) recorded no action*",
+    ])  # fmt: skip

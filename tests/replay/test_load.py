@@ -1,22 +1,36 @@
 """Reading trajectory files: each format detected from content, errors in one line."""
 
+import dataclasses
 import json
 
 import pytest
 from support.trajectories import (
+    FORMATS,
+    LAYOUTS,
     MINI,
     MINI_STEPS,
+    MINI_TEXT,
     MINI_TEXT_STEPS,
+    MINI_V1,
+    MINI_V1_STEPS,
     OPENAI_ROWS,
     OPENAI_STEPS,
     ROLLOUT_TAX_LINES,
+    SWE_AGENT,
     SWE_AGENT_STEPS,
+    SWE_AGENT_TOOLS,
+    SWE_AGENT_TOOLS_STEPS,
+    SWE_SMITH_ROWS,
+    SWE_SMITH_STEPS,
     write_all,
     write_json,
     write_jsonl,
+    write_layout,
 )
 
-from pytest_rollout_tax.replay import FileEdit, TrajectoryError, load
+from pytest_rollout_tax.replay import FileEdit, NotATrajectory, TrajectoryError, load
+from pytest_rollout_tax.replay.load import check
+from pytest_rollout_tax.replay.model import RecordedStep, RecordedTrajectory
 
 
 @pytest.fixture
@@ -101,7 +115,7 @@ def test_our_jsonl_one_step_per_line(files):
         ('{"cmd": "ls", "exit_code": "0"}\n', ":1", "exit_code='0'"),
         ('{"cmd": "ls", "output_bytes": -2}\n', ":1", "output_bytes=-2"),
         ('{"hello": 1}\n', ":1", "not a trajectory this tool reads"),
-        ("[1, 2]\n", ":1", "not a trajectory this tool reads"),
+        ("[1, 2]\n", ": [0]", "not a trajectory this tool reads"),
         (
             '{"trajectory_id": "a", "messages": []}\n{"trajectory_id": "a", "messages": []}\n',
             ":2",
@@ -159,3 +173,167 @@ def test_figures_no_real_run_has_are_refused(tmp_path, row, problem):
     message = str(caught.value)
     assert message.startswith(f"{path}: big: step 2: ")
     assert problem in message
+
+
+def copy(data):
+    return json.loads(json.dumps(data))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[1:])
+@pytest.mark.parametrize("name", FORMATS)
+def test_every_format_reads_the_same_in_every_layout(tmp_path, name, layout):
+    """Finding 1, 5: compact JSON, a JSON array of rows and JSONL read as the indented file."""
+    file_name, rows = FORMATS[name]
+    indented = load(write_layout(tmp_path / "indented" / file_name, rows, "indented"))
+    other = load(write_layout(tmp_path / layout / file_name, rows, layout))
+    assert [dataclasses.replace(t, source="") for t in other] == [
+        dataclasses.replace(t, source="") for t in indented
+    ]
+    assert all(trajectory.steps for trajectory in other)
+
+
+def test_compact_mini_swe_agent_v2_keeps_its_times_sizes_and_codes(tmp_path):
+    """Finding 1: a one-line v2 file is mini-swe-agent, not chat messages."""
+    [trajectory] = load(write_layout(tmp_path / "fix.json", [MINI], "compact"))
+    assert trajectory.format == "mini-swe-agent"
+    for name, values in MINI_STEPS.items():
+        assert column(trajectory, name) == values, name
+
+
+def test_mini_swe_agent_v1_think_time_from_response_created(tmp_path):
+    """Finding 9: 1.x model responses carry ``created``; finding 12: a timed-out step's
+    empty output is 0 bytes, not the template's newline."""
+    [trajectory] = load(write_json(tmp_path / "v1.traj.json", MINI_V1))
+    assert (trajectory.timeout, trajectory.timeout_field) == (
+        60.0, "info.config.environment.timeout",
+    )  # fmt: skip
+    for name, values in MINI_V1_STEPS.items():
+        assert column(trajectory, name) == values, name
+
+
+def test_mini_swe_agent_1_17_message_timestamps_give_think_and_command_time(tmp_path):
+    data = copy(MINI_TEXT)
+    for index, message in enumerate(data["messages"]):
+        message["timestamp"] = 100.0 + 2 * index
+    [trajectory] = load(write_json(tmp_path / "t.traj.json", data))
+    # each step: its message's time minus the one before; its observation's minus its own
+    assert column(trajectory, "think_s") == [2.0, 2.0]
+    assert column(trajectory, "recorded_s") == [2.0, 2.0]
+    assert trajectory.wall_s == 14.0
+
+
+def test_swe_smith_rows_with_xml_calls_are_steps(tmp_path):
+    """Finding 4: ``<function=bash>`` calls in the content are steps; finding 6: two runs of
+    one instance are told apart by ``traj_id``."""
+    found = load(write_jsonl(tmp_path / "smith.jsonl", SWE_SMITH_ROWS))
+    assert [t.trajectory_id for t in found] == list(SWE_SMITH_STEPS)
+    for trajectory in found:
+        expected = SWE_SMITH_STEPS[trajectory.trajectory_id]
+        assert trajectory.format == "swe-smith"
+        assert column(trajectory, "command") == expected["command"]
+        assert column(trajectory, "output_bytes") == expected["output_bytes"]
+        assert column(trajectory, "edit")[1] == FileEdit("create", "notes.txt", file_text="hello")
+        assert column(trajectory, "tool") == [None, None, "submit"]
+
+
+def test_messages_stored_as_a_json_string_are_read(tmp_path):
+    row = copy(SWE_SMITH_ROWS[0])
+    row["messages"] = json.dumps(row["messages"])
+    [trajectory] = load(write_jsonl(tmp_path / "smith.jsonl", [row]))
+    assert column(trajectory, "command") == SWE_SMITH_STEPS["calc__calc.1.run1"]["command"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"trajectory_id": "t", "traj_id": "x", "run_id": "r", "instance_id": "i"}, "t"),
+        ({"traj_id": "x", "run_id": "r", "instance_id": "i"}, "x"),
+        ({"run_id": "r", "instance_id": "i"}, "r/i"),
+        ({"instance_id": "i"}, "i"),
+        ({}, "rows"),
+    ],
+)
+def test_identity_comes_from_the_first_field_in_the_documented_order(tmp_path, fields, expected):
+    row = {key: value for key, value in OPENAI_ROWS[1].items() if key != "trajectory_id"}
+    [trajectory] = load(write_jsonl(tmp_path / "rows.jsonl", [{**row, **fields}]))
+    assert trajectory.trajectory_id == expected
+
+
+def test_runs_of_one_instance_are_distinct_and_a_repeat_names_its_field(tmp_path):
+    """Finding 6."""
+    base = {k: v for k, v in OPENAI_ROWS[1].items() if k != "trajectory_id"}
+    runs = [{**base, "instance_id": "i", "run_id": run} for run in ("r1", "r2")]
+    found = load(write_jsonl(tmp_path / "runs.jsonl", runs))
+    assert [t.trajectory_id for t in found] == ["r1/i", "r2/i"]
+    same = [{**base, "instance_id": "i"}, {**base, "instance_id": "i"}]
+    path = write_layout(tmp_path / "same.json", same, "array")
+    with pytest.raises(TrajectoryError) as caught:
+        load(path)
+    assert str(caught.value) == (
+        f"{path}: [1]: instance_id 'i' repeats [0]; add a run_id, traj_id or trajectory_id"
+    )
+
+
+def test_swe_agent_tool_steps_are_named(tmp_path):
+    [trajectory] = load(write_json(tmp_path / "tools.traj", SWE_AGENT_TOOLS))
+    assert column(trajectory, "tool") == SWE_AGENT_TOOLS_STEPS["tool"]
+
+
+def test_a_bare_list_of_messages_is_not_a_trajectory_and_says_so(tmp_path):
+    """mini-swe-agent's own tests/test_data/*.traj.json are bare message lists."""
+    path = write_layout(tmp_path / "local.traj.json", MINI_TEXT["messages"], "indented")
+    with pytest.raises(NotATrajectory) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}: [0]: a chat message, not a trajectory")
+
+
+def test_timestamps_going_backwards_are_refused_naming_the_step(tmp_path):
+    """Finding 10: an assistant timestamp 10,000 s before the previous observation."""
+    data = copy(MINI)
+    data["messages"][4]["extra"]["timestamp"] = 1002.5 - 10_000
+    path = write_json(tmp_path / "back.traj.json", data)
+    with pytest.raises(TrajectoryError) as caught:
+        load(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:1: step 2: messages[4].extra.timestamp=-8997.5 is ")
+    assert "10000 s before the timestamp before it" in message and "\n" not in message
+    data = copy(MINI)
+    data["messages"][3]["extra"]["timestamp"] = 990.0  # observed before it was asked for
+    with pytest.raises(TrajectoryError, match=r":1: step 1: messages\[3\].*backwards"):
+        load(write_json(tmp_path / "early.traj.json", data))
+    data = copy(MINI_V1)
+    data["messages"][6]["extra"]["response"]["created"] = 1_600_000_000
+    with pytest.raises(TrajectoryError, match=r"step 3: messages\[6\]\.extra\.response\.created"):
+        load(write_json(tmp_path / "v1.traj.json", data))
+
+
+def test_a_negative_duration_is_refused_naming_the_step(tmp_path):
+    """Finding 10: SWE-agent ``execution_time: -1``."""
+    data = copy(SWE_AGENT)
+    data["trajectory"][2]["execution_time"] = -1
+    path = write_json(tmp_path / "neg.traj", data)
+    with pytest.raises(TrajectoryError) as caught:
+        load(path)
+    assert str(caught.value) == (
+        f"{path}:1: step 2 (trajectory[2]): execution_time=-1: a negative duration"
+    )
+
+
+def test_step_times_beyond_the_wall_time_are_refused(tmp_path):
+    steps = (RecordedStep(command="a", think_s=3.0), RecordedStep(command="b", recorded_s=9.0))
+    trajectory = RecordedTrajectory("f.traj.json", "mini-swe-agent", "f", steps, wall_s=10.0)
+    with pytest.raises(TrajectoryError) as caught:
+        check(trajectory)
+    assert str(caught.value) == (
+        "f.traj.json: f: step 2: its steps' times add up to 12 s, more than the trajectory's "
+        "10 s from first to last timestamp"
+    )
+    check(dataclasses.replace(trajectory, wall_s=12.0))  # within it: fine
+
+
+def test_a_clock_stepped_back_less_than_a_second_is_no_time_passing(tmp_path):
+    data = copy(MINI)
+    data["messages"][4]["extra"]["timestamp"] = 1002.25  # 0.25 s before the observation
+    [trajectory] = load(write_json(tmp_path / "ntp.traj.json", data))
+    assert column(trajectory, "think_s") == [2.0, 0.0, 0.0]
+    assert column(trajectory, "recorded_s") == [0.5, 2.5, 2.5]  # from the observation before

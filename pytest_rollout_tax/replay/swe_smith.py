@@ -1,0 +1,38 @@
+"""SWE-smith-style chat rows: no ``tool_calls``; the assistant writes its one call into its
+message as XML, ``<function=bash>\\n<parameter=command>ls</parameter>\\n</function>`` (SWE-agent's
+``xml_function_calling`` parser), and the next user message is the observation, after an
+``OBSERVATION:`` line."""
+
+from __future__ import annotations
+
+import re
+
+_FUNCTION = re.compile(r"<function=([^>]+)>\n(.*?)</function>", re.S)
+_PARAMETER = re.compile(r"<parameter=([^>]+)>(.*?)</parameter>", re.S)
+_EDGE_NEWLINES = re.compile(r"^\n|\n$")
+#: How the observation starts (SWE-agent's XML templates).
+OBSERVATION = "OBSERVATION:\n"
+#: The names SWE-agent's XML parser takes as another's (SWE-Gym's): ``execute_bash`` is bash.
+ALIASES = {"execute_bash": "bash", "finish": "submit"}
+
+
+def has_calls(text: str) -> bool:
+    """Whether ``text`` holds an XML function call."""
+    return _FUNCTION.search(text) is not None
+
+
+def call(text: str) -> tuple[str, dict[str, str]] | None:
+    """The function call in an assistant message: its name and arguments (each without the
+    newline the format wraps a multi-line value in); None when it has none or several (the
+    harness refused those as format errors: nothing ran)."""
+    found = _FUNCTION.findall(text)
+    if len(found) != 1:
+        return None
+    name, body = found[0]
+    arguments = {key: _EDGE_NEWLINES.sub("", value) for key, value in _PARAMETER.findall(body)}
+    return ALIASES.get(name.strip(), name.strip()), arguments
+
+
+def observation(text: str) -> str:
+    """The output of a call, without the ``OBSERVATION:`` line before it."""
+    return text[len(OBSERVATION) :] if text.startswith(OBSERVATION) else text
