@@ -328,7 +328,7 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     storage = Storage.at(args.storage)
     run = _load_required(storage, args.run, "RUN")
     report = reproject(run.report, None, None, None)  # a run saved before the decomposition
-    baseline, verdict = None, ()
+    baseline, verdict = None, None
     if args.baseline:
         try:
             baseline = storage.load(args.baseline)
@@ -341,13 +341,13 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 checks,
                 baseline_label=baseline.label,
                 current_label=run.label,
-            ).lines
+            )
     page = html_report.render(
         report,
         baseline=baseline.report if baseline else None,
         baseline_label=baseline.label if baseline else "",
         verdict=verdict,
-        title=f"Rollout tax: {run.path.name}",
+        title=html_report.run_title(report, run.path.name),
     )
     try:
         path = html_report.write(args.output, page)

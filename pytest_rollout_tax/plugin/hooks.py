@@ -434,7 +434,8 @@ class RolloutTaxPlugin:
                 report,
                 baseline=baseline.report if baseline else None,
                 baseline_label=baseline.label if baseline else "",
-                verdict=verdict.lines if gate.compare is not None else (),
+                verdict=verdict if gate.compare is not None else None,
+                title=html_report.run_title(report, self._run_name(verdict)),
             )
             path = html_report.write(self.settings.html_path, page)
         except OSError as exc:
@@ -442,6 +443,12 @@ class RolloutTaxPlugin:
                 f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
             )
         return f"HTML report written to {path}"
+
+    def _run_name(self, verdict: compare.Verdict) -> str | None:
+        """How the page names this run: the file it was saved to, else its JSON report."""
+        if verdict.saved:
+            return verdict.saved[0].name
+        return self.settings.json_path
 
     def _control_planes(self) -> dict[str, dict]:
         """Each measured substrate's control plane, timed from this process (the client)."""

@@ -52,7 +52,8 @@ def test_rollout_html_writes_the_page_with_the_gate_s_verdict(suite: pytest.Pyte
     page = (suite.path / "out" / "report.html").read_text()
     assert "local (baseline)" in page and '<section id="gate">' in page
     assert "passed 1 of 1 check(s): cold_start.p50:1000% (local)" in page
-    assert "<td>local</td><td>3</td><td>0</td>" in page
+    assert "Gate passed: 1 stayed within the threshold." in page
+    assert "<title>Rollout tax: run of " in page  # neither saved nor written as JSON
 
 
 def test_the_ini_twin_names_the_page(suite: pytest.Pytester) -> None:
