@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import copy
 import math
+import subprocess
 import sys
 from collections.abc import Sequence
+from importlib import resources
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
@@ -195,6 +197,14 @@ def build_parser() -> Parser:
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
     cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    commands.add_parser(
+        "ensure-docker",
+        help="a Docker engine and the sandbox image; prints export DOCKER_HOST=... for eval",
+        description="Use the engine that answers (else, on Debian or Ubuntu as root, start "
+        "one), then build rollout-tax/sandbox:bookworm without a registry unless it exists. "
+        "Exit status: 0 ready, 1 failure, 2 manual action needed (the message says which).",
+    )
 
     hist = commands.add_parser(
         "history",
@@ -454,8 +464,17 @@ def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
+def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the engine-and-image script the package ships; its exit status is the command's."""
+    script = resources.files("pytest_rollout_tax.substrates.docker") / "image" / "ensure-docker"
+    done = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    out.write(done.stdout)  # the exports, for eval; progress went to stderr as it came
+    return done.returncode
+
+
 COMMANDS = {
     "compare": run_compare,
+    "ensure-docker": run_ensure_docker,
     "html": run_html,
     "list": run_list,
     "project": run_project,

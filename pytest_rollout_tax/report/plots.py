@@ -157,7 +157,8 @@ def time_axis(axis: Any, values: Sequence[float]) -> str:
         scale = "linear"
     else:
         axis.axes.set_xscale("log") if axis.axis_name == "x" else axis.axes.set_yscale("log")
-        axis.set_major_locator(LogLocator(base=10, subs=(1, 2, 5) if decades < 1.7 else (1,)))
+        subs = (1, 2, 5) if decades < 1.7 else (1, 3) if decades < 3.5 else (1,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
         scale = "log"
     axis.set_major_formatter(_seconds_formatter())
     axis.set_minor_formatter(NullFormatter())
