@@ -21,7 +21,7 @@ from .leaderboard import board, verdict_line
 from .markup import e, notes, table
 from .ranking import rank
 from .sides import Side, decompose_entry, scale_of, sides
-from .style import CSS
+from .style import CSS, FRAGMENT_CSS
 from .terminal import (
     control_plane_lines,
     cost_line,
@@ -109,22 +109,22 @@ def fragment(report: dict, summary: Sequence[str]) -> str:
     ranked = rank(report)
     palette = plots.colors(ranked)
     parts = [
-        "<h2>Rollout tax</h2>",
-        f"<style>{CSS}</style>",
+        '<div class="rollout-tax">',
+        f"<h2>Rollout tax</h2>\n<style>{FRAGMENT_CSS}</style>",
         board(report, ranked, palette=palette),
         f"<pre>{e(chr(10).join(summary))}</pre>",
     ]
     try:
         plots.require()
     except plots.PlotsUnavailable as exc:
-        return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>"])
+        return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>", "</div>"])
     now = sides(report, scale_of(report))
     found = [
         plots.ecdf("Cold start (ECDF)", _samples(now, "cold_start", ranked), palette=palette),
         plots.phases({name: report["substrates"][name] for name in ranked}),
         plots.decomposition(_bars(report, None, ranked), title="Worker-hours by part"),
     ]
-    parts.append('<div class="plots">' + "".join(svg for svg in found if svg) + "</div>")
+    parts.append('<div class="plots">' + "".join(svg for svg in found if svg) + "</div></div>")
     return "\n".join(parts)
 
 

@@ -40,7 +40,8 @@ PART_COLORS = {
     "cold_start": "#f4b6b0", "overhead": "#f9d9a8", "teardown": "#fbf0b0",
     "idle": "#dccbe6", "command": "#bfe0f0", "think": "#e4e4e4",
 }  # fmt: skip
-TAX_PARTS = frozenset({"cold_start", "overhead", "teardown", "idle"})
+#: The tax's parts are hatched, each its own way; the agent's are plain.
+PART_HATCHES = {"cold_start": "///", "overhead": "\\\\\\", "teardown": "xx", "idle": ".."}
 #: Cold-start phases: shades of grey, darker first, fixed per phase name (others hashed).
 PHASE_PALETTE = ("#3d3d3d", "#6e6e6e", "#9a9a9a", "#c4c4c4", "#e2e2e2", "#565656", "#848484")
 KNOWN_PHASES = ("requested", "create", "created", "start", "running", "ssh_ready", "session",
@@ -188,7 +189,7 @@ def decomposition(bars: Mapping[str, Mapping[str, float]], *, title: str) -> str
     labels = list(bars)
     stacks = [
         (PART_LABELS[part], [bars[n].get(part, 0.0) for n in labels],
-         PART_COLORS[part], "///" if part in TAX_PARTS else "")
+         PART_COLORS[part], PART_HATCHES.get(part, ""))
         for part in STACKING
     ]  # fmt: skip
     return _stacked_bars(

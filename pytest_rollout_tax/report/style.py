@@ -56,3 +56,13 @@ pre { background: #f6f6f6; padding: 8px; font-size: 0.8em; white-space: pre-wrap
   table.board td:first-child { display: inline-block; min-width: 9em; }
 }
 """
+
+#: The few rules the leaderboard and plots need inside another page (pytest-html's), scoped to
+#: the rollout part so that page keeps its own look.
+FRAGMENT_CSS = """
+.rollout-tax .best { background: #e3f4e6; color: #124d22; font-weight: 600; }
+.rollout-tax .worst { background: #fbe7e7; color: #8b1a1a; }
+.rollout-tax .swatch { display: inline-block; width: 0.7em; height: 0.7em; margin: 0 6px; }
+.rollout-tax .plots { display: flex; flex-wrap: wrap; gap: 12px; }
+.rollout-tax svg { width: 100%; height: auto; max-width: 480px; }
+"""
