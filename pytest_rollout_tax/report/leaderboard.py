@@ -26,6 +26,8 @@ class Column:
     lower_is_better: bool = True
     #: The gate's (metric, stat) that judges this figure's change, if any.
     check: tuple[str, str] | None = None
+    #: The baseline entry's figure at this run's scale, when it is projected (else ``figure``).
+    rescaled: Callable[[dict, Scale], float | None] | None = None
 
 
 def _stat(metric: str, stat: str) -> Callable[[dict], float | None]:
@@ -37,16 +39,26 @@ def _tax_share(entry: dict) -> float | None:
     return tax / worker if worker and tax is not None else None
 
 
+def _hours_at(index: int) -> Callable[[dict, Scale], float | None]:
+    """The baseline's worker-hours (0) or tax-hours (1) at this run's scale, as the gate has."""
+    return lambda old, scale: project_entry(old, scale)[index]
+
+
+def _tax_share_at(old: dict, scale: Scale) -> float | None:
+    worker, tax = project_entry(old, scale)
+    return _tax_share({"worker_hours": worker, "tax_hours": tax})
+
+
 def _success(entry: dict) -> float | None:
     return 1 - entry["failures"] / entry["rollouts"] if entry.get("rollouts") else None
 
 
 COLUMNS = (
     Column("worker-hours", lambda e: e.get("worker_hours"), "hours",
-           check=("worker_hours", "mean")),
+           check=("worker_hours", "mean"), rescaled=_hours_at(0)),
     Column("vs cheapest", lambda e: e.get("worker_hours"), "ratio"),
-    Column("tax-hours", lambda e: e.get("tax_hours"), "hours"),
-    Column("tax share", _tax_share, "share"),
+    Column("tax-hours", lambda e: e.get("tax_hours"), "hours", rescaled=_hours_at(1)),
+    Column("tax share", _tax_share, "share", rescaled=_tax_share_at),
     Column("cold start p50", _stat("cold_start", "p50"), "time", check=("cold_start", "p50")),
     Column("cold start p95", _stat("cold_start", "p95"), "time", check=("cold_start", "p95")),
     Column("action p50", _stat("action", "p50"), "time", check=("action", "p50")),
@@ -140,12 +152,7 @@ def _change(
     """The figure's change against the baseline, as the gate judged it where a check did."""
     if old is None:
         return '<span class="change">no baseline</span>'
-    if column.header == "worker-hours":  # both runs at this run's scale, as the gate compares
-        before = project_entry(old, scale)[0]
-    elif column.header == "tax-hours":
-        before = project_entry(old, scale)[1]
-    else:
-        before = column.figure(old)
+    before = column.rescaled(old, scale) if column.rescaled else column.figure(old)
     outcome = judged.get((name, *column.check)) if column.check else None
     text = percent(before, value)
     if outcome is not None and outcome.status == "failed":
