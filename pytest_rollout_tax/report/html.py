@@ -28,6 +28,7 @@ from .terminal import (
     few_samples_lines,
     fleet_lines,
     headline,
+    hours,
     seconds,
     shared_sandbox_lines,
     shares_line,
@@ -71,6 +72,7 @@ def render(
     sections = [  # (anchor, heading, content); a section without content is left out
         ("leaderboard", "Leaderboard", _leaderboard(report, ranked, palette, baseline, outcomes)),
         ("comparisons", "Comparisons", notes(_comparisons(report))),
+        ("figures", "Every figure of the summary", _figures(in_order)),
         ("cold-start", "Cold start", _cold_start(now, before, in_order, ranked, palette)),
         ("latency", "Per-action latency", _latency(now, before, ranked, palette)),
         ("worker-hours", "Worker-hours", _worker_hours(report, baseline, ranked)),
@@ -176,6 +178,26 @@ def _leaderboard(
     qualifiers += control_plane_lines(report)
     table_html = board(report, ranked, palette=palette, baseline=baseline, outcomes=outcomes)
     return f'{table_html}<p class="key">{key}</p>{notes(qualifiers)}'
+
+
+def _figures(entries: Mapping[str, Any]) -> str:
+    """The terminal's table: rollouts, failures and every percentile it shows."""
+
+    def pair(stats: Mapping[str, float] | None) -> str:
+        return f"{seconds(stats['p50'])} / {seconds(stats['p95'])}" if stats else "-"
+
+    def p50(stats: Mapping[str, float] | None) -> str:
+        return seconds(stats["p50"]) if stats else "-"
+
+    headers = ("substrate", "rollouts", "failed", "cold start p50 / p95", "action p50 / p95",
+               "step p50", "teardown p50", "worker-hours", "tax-hours")  # fmt: skip
+    rows = [
+        [name, str(entry["rollouts"]), str(entry["failures"]), pair(entry.get("cold_start")),
+         pair(entry.get("action")), p50(entry.get("step")), p50(entry.get("teardown")),
+         hours(entry.get("worker_hours")), hours(entry.get("tax_hours"))]
+        for name, entry in entries.items()
+    ]  # fmt: skip
+    return table(headers, rows)
 
 
 def _comparisons(report: dict) -> list[str]:

@@ -219,8 +219,8 @@ def test_a_change_inside_the_noise_is_said_to_be_one_not_a_failure() -> None:
 def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> None:
     report = fleet_run()
     page = html_report.render(report)
-    for section in ("leaderboard", "comparisons", "cold-start", "latency", "worker-hours",
-                    "fleet", "failures", "machine"):  # fmt: skip
+    for section in ("leaderboard", "comparisons", "figures", "cold-start", "latency",
+                    "worker-hours", "fleet", "failures", "machine"):  # fmt: skip
         assert f'<section id="{section}">' in page
     substrates = report["substrates"]
     expected = [
@@ -232,6 +232,7 @@ def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> N
     ]
     for line in expected:
         assert html_report.e(line) in page, line
+    assert '<td data-label="rollouts">9</td><td data-label="failed">1</td>' in page  # docker
     assert "knee at 16" in page and '<td data-label="concurrency">16 (knee)</td>' in page
     assert '<td data-label="success">88%</td>' in page  # 2 of 16 failed at that level
     assert "warm pool of 2" in page and '<td data-label="hits">6</td>' in page
