@@ -7,8 +7,10 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from collections.abc import Sequence
+from importlib import resources
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
@@ -151,6 +153,14 @@ def build_parser() -> Parser:
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
     cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    commands.add_parser(
+        "ensure-docker",
+        help="a Docker engine and the sandbox image; prints export DOCKER_HOST=... for eval",
+        description="Use the engine that answers (else, on Debian or Ubuntu as root, start "
+        "one), then build rollout-tax/sandbox:bookworm without a registry unless it exists. "
+        "Exit status: 0 ready, 1 failure, 2 manual action needed (the message says which).",
+    )
 
     hist = commands.add_parser(
         "history",
@@ -298,7 +308,7 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     storage = Storage.at(args.storage)
     run = _load_required(storage, args.run, "RUN")
     report = reproject(run.report, None, None, None)  # a run saved before the decomposition
-    baseline, verdict = None, ()
+    baseline, verdict = None, None
     if args.baseline:
         try:
             baseline = storage.load(args.baseline)
@@ -311,13 +321,13 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
                 checks,
                 baseline_label=baseline.label,
                 current_label=run.label,
-            ).lines
+            )
     page = html_report.render(
         report,
         baseline=baseline.report if baseline else None,
         baseline_label=baseline.label if baseline else "",
         verdict=verdict,
-        title=f"Rollout tax: {run.path.name}",
+        title=html_report.run_title(report, run.path.name),
     )
     try:
         path = html_report.write(args.output, page)
@@ -405,8 +415,17 @@ def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ray.drive(args.address, args.shards, pytest_args, args.output, out)
 
 
+def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Run the engine-and-image script the package ships; its exit status is the command's."""
+    script = resources.files("pytest_rollout_tax.substrates.docker") / "image" / "ensure-docker"
+    done = subprocess.run(["bash", str(script)], stdout=subprocess.PIPE, text=True, check=False)
+    out.write(done.stdout)  # the exports, for eval; progress went to stderr as it came
+    return done.returncode
+
+
 COMMANDS = {
     "compare": run_compare,
+    "ensure-docker": run_ensure_docker,
     "html": run_html,
     "list": run_list,
     "project": run_project,

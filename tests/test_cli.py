@@ -386,7 +386,8 @@ def test_html_against_a_baseline_shows_the_comparison_and_the_checks(
     assert (status, err) == (0, "")  # the page shows the verdict; compare is the gate
     page = (tmp_path / "page.html").read_text()
     assert "local (baseline)" in page
-    assert '<span class="failed">FAILED local cold_start.p50: baseline ' in page
+    assert '<li class="failed">FAILED local cold_start.p50: baseline ' in page
+    assert '<p class="verdict failed" id="verdict">Gate failed: 1 of 1 check(s)' in page
 
 
 def test_html_of_a_run_saved_before_the_decomposition_draws_it(runs: Path, tmp_path: Path) -> None:

@@ -230,6 +230,8 @@ class Verdict:
     failed: bool = False
     #: The files this run was saved to (by ``gate.Gate.finish``).
     saved: tuple[Path, ...] = ()
+    #: Every check's outcome on every common substrate (what the HTML page marks).
+    outcomes: tuple[Outcome, ...] = ()
 
     @property
     def lines(self) -> list[str]:
@@ -280,12 +282,20 @@ def compare_reports(
     outcomes = judge(checks, before, after)
     gate = gate_lines(outcomes)
     if any(o.status == "failed" for o in outcomes):
-        return Verdict(lines, gate, failed=True)
-    return Verdict(lines + gate)
+        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes))
+    return Verdict(lines + gate, outcomes=tuple(outcomes))
 
 
 def table(name: str, before: Side, after: Side) -> list[str]:
     """The comparison table of one substrate (p50/p95 of each phase, then worker-hours)."""
+    headers = (name, "baseline", "now", "change", "change %", "n base/now")
+    rows = table_rows(before, after)
+    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=("left",) + ("right",) * 5)
+    return ["", *text.splitlines()]
+
+
+def table_rows(before: Side, after: Side) -> list[list[str]]:
+    """The comparison table's rows: figure, baseline, now, change, change %, sample counts."""
     rows = []
     for metric, stat in TABLE_ROWS:
         b, a = before.value(metric, stat), after.value(metric, stat)
@@ -297,9 +307,7 @@ def table(name: str, before: Side, after: Side) -> list[str]:
     b, a = before.worker_hours, after.worker_hours
     rows.append(["worker-hours", value("worker_hours", b), value("worker_hours", a),
                  change("worker_hours", b, a), percent(b, a), ""])  # fmt: skip
-    headers = (name, "baseline", "now", "change", "change %", "n base/now")
-    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=("left",) + ("right",) * 5)
-    return ["", *text.splitlines()]
+    return rows
 
 
 def _n(side: Side, metric: str) -> str:

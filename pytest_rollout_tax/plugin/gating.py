@@ -87,7 +87,10 @@ class Gate:
             saved = ["rollout-tax: the session was interrupted: this run is not saved"]
         else:
             saved = []
-        return Verdict(verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths))
+        return Verdict(
+            verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths),
+            verdict.outcomes,
+        )  # fmt: skip
 
     def _save(self, report: dict, paths: list[Path]) -> list[str]:
         """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""

@@ -196,7 +196,8 @@ class RolloutTaxSession:
                 report,
                 baseline=baseline.report if baseline else None,
                 baseline_label=baseline.label if baseline else "",
-                verdict=verdict.lines if gate.compare is not None else (),
+                verdict=verdict if gate.compare is not None else None,
+                title=html.run_title(report, self._run_name(verdict)),
             )
             path = html.write(self.settings.html_path, page)
         except OSError as exc:
@@ -204,6 +205,12 @@ class RolloutTaxSession:
                 f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
             )
         return f"HTML report written to {path}"
+
+    def _run_name(self, verdict: Verdict) -> str | None:
+        """How the page names this run: the file it was saved to, else its JSON report."""
+        if verdict.saved:
+            return verdict.saved[0].name
+        return self.settings.json_path
 
     def _history_gate(self, saved: tuple) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""

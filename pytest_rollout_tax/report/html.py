@@ -1,45 +1,53 @@
 """The HTML report: one self-contained page (inline SVG, no script, no network) of one run.
 
 Built from the ``rollout-tax/2`` report dict, so the plugin (``--rollout-html``) and the
-command line (``python -m pytest_rollout_tax html``) give the same page.
+command line (``python -m pytest_rollout_tax html``) give the same page. It leads with the
+decision (the verdict, then the leaderboard) and says everything the terminal says, with the
+terminal's own lines, beside the figures they qualify.
 """
 
 from __future__ import annotations
 
-import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..fleet import burst
+from ..gate.compare import Verdict, gate_lines, table_rows
+from ..gate.compare import notes as comparison_notes
 from . import plots
 from .files import write_atomically
+from .leaderboard import board, verdict_line
+from .markup import e, notes, table
+from .ranking import rank
 from .sides import Side, decompose_entry, scale_of, sides
-from .terminal import shares_line
-from .units import hours, ratio, seconds
+from .style import CSS, FRAGMENT_CSS
+from .terminal import (
+    control_plane_lines,
+    cost_line,
+    few_samples_lines,
+    fleet_lines,
+    headline,
+    shared_sandbox_lines,
+    shares_line,
+    spread_line,
+    success_line,
+    tax_cap_note,
+    variant_lines,
+)
+from .units import hours, seconds
 
-CSS = """
-:root { color-scheme: light; --muted: #555; --line: #ddd; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
-       color: #111; background: #fff; }
-main { max-width: 960px; margin: 0 auto; padding: 12px 16px 40px; }
-h1 { font-size: 1.5em; margin: 0.4em 0 0.2em; }
-h2 { font-size: 1.15em; margin: 1.6em 0 0.4em; border-bottom: 1px solid var(--line); }
-p.lead, figcaption, .muted { color: var(--muted); }
-figure { margin: 0.6em 0 1.2em; }
-svg { display: block; width: 100%; height: auto; max-width: 100%; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; font-size: 0.9em; font-variant-numeric: tabular-nums; }
-th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: right;
-         white-space: nowrap; }
-th { white-space: normal; vertical-align: bottom; }
-th:first-child, td:first-child { text-align: left; }
-pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.8em; }
-.failed { color: #b00020; font-weight: 600; }
-nav a { margin-right: 0.8em; white-space: nowrap; }
-table.facts td { text-align: left; white-space: normal; }
-"""
+
+def run_title(report: dict, name: str | None) -> str:
+    """``Rollout tax: NAME @ SHA12`` (``-dirty`` with uncommitted changes): the run by its saved
+    name or JSON path (else when it was made) and its commit."""
+    commit = report.get("commit") or {}
+    sha = str(commit.get("sha") or "")[:12]
+    label = name or f"run of {report.get('created', '?')}"
+    return f"Rollout tax: {label}" + (
+        f" @ {sha}{'-dirty' if commit.get('dirty') else ''}" if sha else ""
+    )
 
 
 def render(
@@ -47,44 +55,46 @@ def render(
     *,
     baseline: dict | None = None,
     baseline_label: str = "baseline",
-    verdict: Sequence[str] = (),
+    verdict: Verdict | None = None,
     title: str = "Rollout tax",
 ) -> str:
-    """The page of ``report``; with ``baseline`` (a report) its ECDFs and worker-hours overlaid,
-    and ``verdict`` (the comparison's lines) shown as the gate's verdict."""
+    """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
+    worker-hours overlaid, and ``verdict`` (the comparison's) shown first."""
     substrates = report["substrates"]
-    palette = plots.colors(list(substrates))
-    now = sides(report, scale_of(report))
-    before = sides(baseline, scale_of(baseline)) if baseline else None
-    sections = [  # (anchor, heading, content)
-        ("summary", "Summary", _summary_table(report)),
-        ("cold-start", "Cold start", _cold_start(now, before, substrates, palette)),
-        ("latency", "Per-action latency", _latency(now, before, palette)),
-        ("worker-hours", "Worker-hours", _worker_hours(report, baseline, palette)),
-        ("failures", "Failures", _failures(substrates)),
+    ranked = rank(report)
+    palette = plots.colors(ranked)
+    scale = scale_of(report)
+    now = sides(report, scale)
+    before = sides(baseline, scale) if baseline else None
+    in_order = {name: substrates[name] for name in ranked}
+    outcomes = verdict.outcomes if verdict else ()
+    sections = [  # (anchor, heading, content); a section without content is left out
+        ("leaderboard", "Leaderboard", _leaderboard(report, ranked, palette, baseline, outcomes)),
+        ("comparisons", "Comparisons", notes(_comparisons(report))),
+        ("figures", "Every figure of the summary", _figures(in_order)),
+        ("cold-start", "Cold start", _cold_start(now, before, in_order, ranked, palette)),
+        ("latency", "Per-action latency", _latency(now, before, ranked, palette)),
+        ("worker-hours", "Worker-hours", _worker_hours(report, baseline, ranked)),
+        ("fleet", "Bursts, warm pools and the fleet", _fleet(in_order)),
+        ("failures", "Failures", _failures(in_order)),
     ]
-    if baseline is not None or verdict:
-        sections.append(("gate", "Against the baseline", _gate(baseline_label, verdict)))
+    if verdict is not None:
+        caveats = comparison_notes(baseline, report) if baseline else []
+        sections.append(("gate", "Against the baseline",
+                         _gate(baseline_label, verdict, before, now, caveats)))  # fmt: skip
     sections.append(("machine", "Machine and commit", _machine(report)))
+    sections = [section for section in sections if section[2]]
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
-    projection = report["projection"]
-    lead = (
-        f"{_e(str(report.get('created', '')))} &middot; hours projected for "
-        f"{projection['rollouts']:,} rollouts &times; {projection['steps']} steps"
-        + (
-            f" with {_e(seconds(projection['think_time_s']))} think time per step"
-            if projection["think_time_s"]
-            else ""
-        )
-    )
+    lead = f"{e(str(report.get('created', '')))} &middot; {e(headline(report))}"
     body = "\n".join(f'<section id="{anchor}">\n<h2>{name}</h2>\n{content}\n</section>'
                      for anchor, name, content in sections)  # fmt: skip
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-        f'<h1>{_e(title)}</h1>\n<p class="lead">{lead}</p>\n<nav>{nav}</nav>\n'
+        f"<title>{e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        f'<h1>{e(title)}</h1>\n<p class="lead">{lead}</p>\n'
+        f"{_verdict(verdict, baseline_label)}\n<nav>{nav}</nav>\n"
         f"{body}\n</main>\n</body>\n</html>\n"
     )
 
@@ -95,75 +105,143 @@ def write(path: str | os.PathLike[str], page: str) -> Path:
 
 
 def fragment(report: dict, summary: Sequence[str]) -> str:
-    """The run in a part of another page (pytest-html's): the terminal summary and, where
-    matplotlib is installed, the cold-start ECDF, phases and worker-hours figures."""
-    parts = [f"<h2>Rollout tax</h2>\n<pre>{_e(chr(10).join(summary))}</pre>"]
+    """The run in a part of another page (pytest-html's): the leaderboard, the terminal summary
+    and, where matplotlib is installed, the cold-start ECDF, phases and worker-hours figures."""
+    ranked = rank(report)
+    palette = plots.colors(ranked)
+    parts = [
+        '<div class="rollout-tax">',
+        f"<h2>Rollout tax</h2>\n<style>{FRAGMENT_CSS}</style>",
+        board(report, ranked, palette=palette),
+        f"<pre>{e(chr(10).join(summary))}</pre>",
+    ]
     try:
         plots.require()
     except plots.PlotsUnavailable as exc:
-        return "\n".join([*parts, f"<p>Plots: {_e(str(exc))}</p>"])
-    palette = plots.colors(list(report["substrates"]))
+        return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>", "</div>"])
     now = sides(report, scale_of(report))
     found = [
-        plots.ecdf("Cold start (ECDF)", _samples(now, "cold_start"), palette=palette),
-        plots.phases(report["substrates"]),
-        plots.decomposition(_bars(report, None), title="Worker-hours by part", palette=palette),
+        plots.ecdf("Cold start (ECDF)", _samples(now, "cold_start", ranked), palette=palette),
+        plots.phases({name: report["substrates"][name] for name in ranked}),
+        plots.decomposition(_bars(report, None, ranked), title="Worker-hours by part"),
     ]
-    parts += [f'<div style="max-width:800px">{svg}</div>' for svg in found if svg]
+    parts.append('<div class="plots">' + "".join(svg for svg in found if svg) + "</div></div>")
     return "\n".join(parts)
 
 
 # -- sections ------------------------------------------------------------------------------------
 
 
-def _figure(svg: str | None, caption: str) -> str:
-    if svg is None:
-        return f'<p class="muted">No samples: {_e(caption)}</p>'
-    return f"<figure>\n{svg}\n<figcaption>{_e(caption)}</figcaption>\n</figure>"
+def _verdict(verdict: Verdict | None, label: str) -> str:
+    """The gate's verdict in one line, first on the page."""
+    if verdict is None:
+        return ""
+    if verdict.outcomes:
+        text, status = verdict_line(verdict.outcomes)
+        return (
+            f'<p class="verdict {status}" id="verdict">{e(text)} '
+            f'<a href="#gate">Against {e(label)}</a></p>'
+        )
+    if label:  # compared, with no check given
+        return (
+            f'<p class="verdict" id="verdict">Compared with {e(label)}; no check was given, so '
+            f'nothing is gated. <a href="#gate">The comparison</a></p>'
+        )
+    return f'<p class="verdict" id="verdict">{e(" ".join(verdict.summary))}</p>'
 
 
-def _summary_table(report: dict) -> str:
+def _leaderboard(
+    report: dict,
+    ranked: Sequence[str],
+    palette: Mapping[str, str],
+    baseline: dict | None,
+    outcomes: Sequence[Any],
+) -> str:
+    entries = report["substrates"]
+    key = (
+        "Ranked by projected worker-hours, cheapest first. Each column has one unit; "
+        '<span class="best">best</span> and <span class="worst">worst</span> are marked.'
+    )
+    if baseline is not None:
+        key += (
+            ' Under each figure its change from the baseline: <span class="credible">credible'
+            '</span> where a check found a credible slowdown, <span class="noise">noise</span>'
+            " where it crossed the threshold by a change inside the noise."
+        )
+    qualifiers = [*shared_sandbox_lines(report)]
+    for name in ranked:
+        entry = entries[name]
+        found = (cost_line(name, entry), tax_cap_note(name, entry), success_line(name, entry))
+        qualifiers += [line for line in found if line is not None]
+        qualifiers += few_samples_lines(name, entry)
+    qualifiers += control_plane_lines(report)
+    table_html = board(report, ranked, palette=palette, baseline=baseline, outcomes=outcomes)
+    return f'{table_html}<p class="key">{key}</p>{notes(qualifiers)}'
+
+
+def _figures(entries: Mapping[str, Any]) -> str:
+    """The terminal's table: rollouts, failures and every percentile it shows."""
+
+    def pair(stats: Mapping[str, float] | None) -> str:
+        return f"{seconds(stats['p50'])} / {seconds(stats['p95'])}" if stats else "-"
+
+    def p50(stats: Mapping[str, float] | None) -> str:
+        return seconds(stats["p50"]) if stats else "-"
+
     headers = ("substrate", "rollouts", "failed", "cold start p50 / p95", "action p50 / p95",
                "step p50", "teardown p50", "worker-hours", "tax-hours")  # fmt: skip
-    rows = []
-    for name, entry in report["substrates"].items():
-        rows.append([
-            name, str(entry["rollouts"]), str(entry["failures"]),
-            _pair(entry.get("cold_start")), _pair(entry.get("action")),
-            _stat(entry.get("step")), _stat(entry.get("teardown")),
-            hours(entry.get("worker_hours")), hours(entry.get("tax_hours")),
-        ])  # fmt: skip
-    shares = [line for n, e in report["substrates"].items() if (line := shares_line(n, e))]
-    notes = "".join(f"<li>{_e(line)}</li>" for line in shares)
-    return _table(headers, rows) + (f"<ul>{notes}</ul>" if notes else "")
+    rows = [
+        [name, str(entry["rollouts"]), str(entry["failures"]), pair(entry.get("cold_start")),
+         pair(entry.get("action")), p50(entry.get("step")), p50(entry.get("teardown")),
+         hours(entry.get("worker_hours")), hours(entry.get("tax_hours"))]
+        for name, entry in entries.items()
+    ]  # fmt: skip
+    return table(headers, rows)
+
+
+def _comparisons(report: dict) -> list[str]:
+    spread = spread_line(report)
+    return ([spread] if spread else []) + variant_lines(report["substrates"])
+
+
+def _figure(svg: str | None, caption: str) -> str:
+    if svg is None:
+        return f'<p class="muted">No samples: {e(caption)}</p>'
+    return f"<figure>\n{svg}\n<figcaption>{e(caption)}</figcaption>\n</figure>"
 
 
 def _cold_start(
     now: Mapping[str, Side],
     before: Mapping[str, Side] | None,
-    substrates: Mapping[str, Any],
+    entries: Mapping[str, Any],
+    ranked: Sequence[str],
     palette: Mapping[str, str],
 ) -> str:
     ecdf = plots.ecdf(
         "Cold start (ECDF)",
-        _samples(now, "cold_start"),
-        _samples(before, "cold_start") if before else None,
+        _samples(now, "cold_start", ranked),
+        _samples(before, "cold_start", ranked) if before else None,
         palette=palette,
     )
     caption = (
         "Share of rollouts whose sandbox was ready within a time: the further left, the faster;"
         " a long flat top is the tail." + (" Dashed: the baseline." if before else "")
     )
-    phases = plots.phases(substrates)
     phase_caption = (
-        "Mean time of each phase of the cold start, in the order they happen. A phase that is "
-        "recorded but not counted (an image pull) is drawn too."
+        "Mean time of each phase of the cold start, in the order they happen, with each bar's "
+        "total. A phase that is recorded but not counted (an image pull) is drawn too."
     )
-    return _figure(ecdf, caption) + "\n" + _figure(phases, phase_caption)
+    return (
+        f'<div class="plots">{_figure(ecdf, caption)}\n'
+        f"{_figure(plots.phases(entries), phase_caption)}</div>"
+    )
 
 
 def _latency(
-    now: Mapping[str, Side], before: Mapping[str, Side] | None, palette: Mapping[str, str]
+    now: Mapping[str, Side],
+    before: Mapping[str, Side] | None,
+    ranked: Sequence[str],
+    palette: Mapping[str, str],
 ) -> str:
     parts = []
     for metric, title, caption in (
@@ -175,55 +253,97 @@ def _latency(
     ):  # fmt: skip
         svg = plots.ecdf(
             title,
-            _samples(now, metric),
-            _samples(before, metric) if before else None,
+            _samples(now, metric, ranked),
+            _samples(before, metric, ranked) if before else None,
             palette=palette,
         )
         parts.append(_figure(svg, caption + (" Dashed: the baseline." if before else "")))
-    return "\n".join(parts)
+    return f'<div class="plots">{"".join(parts)}</div>'
 
 
-def _worker_hours(report: dict, baseline: dict | None, palette: Mapping[str, str]) -> str:
-    spread = report.get("spread")
-    title = "Worker-hours by part"
-    if spread:
-        title += f" (spread {ratio(spread['worker_hours'])})"
-    svg = plots.decomposition(_bars(report, baseline), title=title, palette=palette)
+def _worker_hours(report: dict, baseline: dict | None, ranked: Sequence[str]) -> str:
+    entries = report["substrates"]
+    svg = plots.decomposition(_bars(report, baseline, ranked), title="Worker-hours by part")
     caption = (
-        "Where the projected worker-hours go. Cold start, per-step overhead and teardown (and a "
-        "pool's idle sandboxes) are the substrate's tax; commands and think time are the agent's."
+        "Where the projected worker-hours go. Hatched parts (cold start, per-step overhead, "
+        "teardown, a pool's idle sandboxes) are the substrate's tax; commands and think time "
+        "are the agent's."
     )
     if baseline:
-        caption += " The baseline's bars are projected at this run's scale."
-    text = ""
-    if spread:
-        text = (
-            f"<p>Spread: {_e(spread['slowest'])}'s cold-start p50 is "
-            f"{ratio(spread['cold_start_p50'])} {_e(spread['fastest'])}'s; worker-hours differ "
-            f"{ratio(spread['worker_hours'])} between substrates.</p>"
-        )
-    return _figure(svg, caption) + text
+        caption += " Each baseline bar follows its substrate's, projected at this run's scale."
+    lines = [line for name in ranked if (line := shares_line(name, entries[name]))]
+    lines += [line for name in ranked if (line := tax_cap_note(name, entries[name]))]
+    return f'<div class="plots wide">{_figure(svg, caption)}</div>{notes(lines)}'
 
 
-def _failures(substrates: Mapping[str, Any]) -> str:
+def _fleet(entries: Mapping[str, Any]) -> str:
+    """Burst levels (success rate beside each percentile, the knee marked), warm pools and the
+    fleet projection: the terminal's lines under their tables."""
+    levels, pools, lines = [], [], []
+    for name, entry in entries.items():
+        knee = burst.knee(entry["burst"]) if entry.get("burst") else None
+        for level in entry.get("burst") or []:
+            cold, n = level["cold_start"], level["concurrency"]
+            levels.append([
+                name, str(n) + (" (knee)" if n == knee else ""),
+                seconds(cold["p50"]) if cold else "-", seconds(cold["p95"]) if cold else "-",
+                f"{1 - level['failures'] / n:.0%}" if n else "-",
+                f"{level['creates_per_s']:.3g}" if level["creates_per_s"] is not None else "-",
+            ])  # fmt: skip
+        if pool := entry.get("pool"):
+            created = pool["creations"]
+            pools.append([
+                name, str(pool["size"]), str(pool["hits"] + pool["misses"]), str(pool["hits"]),
+                str(pool["misses"]), seconds(pool["idle_sandbox_s"]),
+                seconds(created["p50"]) if created else "-",
+            ])  # fmt: skip
+        lines += fleet_lines(name, entry)
+    parts = []
+    if levels:
+        parts.append(table(("burst", "concurrency", "cold start p50", "p95", "success",
+                            "creates/s"), levels))  # fmt: skip
+    if pools:
+        parts.append(table(("warm pool", "size", "claims", "hits", "misses", "idle in all",
+                            "creation p50"), pools))  # fmt: skip
+    return "".join(parts) + notes(lines)
+
+
+def _failures(entries: Mapping[str, Any]) -> str:
     rows = [
         [name, reason, str(count)]
-        for name, entry in substrates.items()
+        for name, entry in entries.items()
         for reason, count in (entry.get("failure_reasons") or {}).items()
     ]
     if not rows:
         return "<p>No rollout failed.</p>"
-    return _table(("substrate", "reason", "rollouts"), rows)
+    return table(("substrate", "reason", "rollouts"), rows)
 
 
-def _gate(label: str, verdict: Sequence[str]) -> str:
-    if not verdict:
-        return f"<p>Baseline: {_e(label)}</p>"
-    lines = "\n".join(
-        f'<span class="failed">{_e(line)}</span>' if line.startswith("FAILED") else _e(line)
-        for line in verdict
-    )
-    return f"<pre>{lines}</pre>"
+def _gate(
+    label: str,
+    verdict: Verdict,
+    before: Mapping[str, Side] | None,
+    now: Mapping[str, Side],
+    caveats: Sequence[str],
+) -> str:
+    """The full comparison: each check's line, what makes it less like for like, then each
+    common substrate's table."""
+    if before is None:
+        return notes(verdict.summary)
+    checks = []
+    for line in gate_lines(list(verdict.outcomes)) if verdict.outcomes else []:
+        kind = "failed" if line.startswith("FAILED") else "noise" if line.startswith(
+            "not credible") else "note"  # fmt: skip
+        checks.append(f'<li class="{kind}">{e(line)}</li>')
+    parts = [f"<p>Baseline: {e(label)}</p>"]
+    if checks:
+        parts.append(f'<ul class="notes checks">{"".join(checks)}</ul>')
+    parts.append(notes(caveats))
+    for name in now:
+        if name in before:
+            headers = (name, "baseline", "now", "change", "change %", "n base/now")
+            parts.append(table(headers, table_rows(before[name], now[name]), css="cards compare"))
+    return "".join(parts)
 
 
 def _machine(report: dict) -> str:
@@ -237,45 +357,30 @@ def _machine(report: dict) -> str:
     else:
         rows.append(["commit", "not a git checkout"])
     rows.append(["plugin version", str(report.get("plugin_version", ""))])
-    return _table(("", ""), rows, header=False, css="facts")
+    return table(("fact", "value"), rows, css="facts", header=False)
 
 
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _samples(by_substrate: Mapping[str, Side] | None, metric: str) -> dict[str, list[float]]:
-    return {name: side.pooled(metric) for name, side in (by_substrate or {}).items()}
+def _samples(
+    by_substrate: Mapping[str, Side] | None, metric: str, ranked: Sequence[str]
+) -> dict[str, list[float]]:
+    found = by_substrate or {}
+    return {name: found[name].pooled(metric) for name in ranked if name in found}
 
 
-def _bars(report: dict, baseline: dict | None) -> dict[str, dict[str, float]]:
-    """Each substrate's decomposition; each baseline's next to it, at this run's scale."""
+def _bars(
+    report: dict, baseline: dict | None, ranked: Sequence[str]
+) -> dict[str, dict[str, float]]:
+    """Each substrate's decomposition, ranked; each baseline's next to it, at this run's scale."""
     scale = scale_of(report)
     bars = {}
-    for name, entry in report["substrates"].items():
+    for name in ranked:
+        entry = report["substrates"][name]
         if entry.get("decomposition"):
             bars[name] = entry["decomposition"]
         old = (baseline or {}).get("substrates", {}).get(name)
         if old and (parts := decompose_entry(old, scale)):
             bars[f"{name} (baseline)"] = parts
     return bars
-
-
-def _table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], *, header: bool = True, css: str = ""
-) -> str:
-    head = "<tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr>" if header else ""
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    attribute = f' class="{css}"' if css else ""
-    return f'<div class="scroll"><table{attribute}>{head}{body}</table></div>'
-
-
-def _pair(stats: Mapping[str, float] | None) -> str:
-    return f"{seconds(stats['p50'])} / {seconds(stats['p95'])}" if stats else "-"
-
-
-def _stat(stats: Mapping[str, float] | None) -> str:
-    return seconds(stats["p50"]) if stats else "-"
-
-
-def _e(text: str) -> str:
-    return html.escape(text, quote=True)

@@ -11,6 +11,7 @@ import importlib
 import io
 import math
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -19,20 +20,47 @@ from .units import PART_LABELS
 
 #: Points drawn per ECDF curve at most: a 10,000-rollout run stays a small page.
 ECDF_POINTS = 300
+#: Figures are this wide (inches): at a phone's 376 CSS px their 10 pt text is 11.9 px.
+WIDTH_IN = 4.4
+#: Every text of a figure, in points (legends and value labels too).
+FONT_PT = 10
+#: Substrate colours: saturated, and used for nothing else. The well-known names have their
+#: own; any other name is hashed into the palette, so a name's colour never depends on which
+#: substrates ran or on the page.
+SUBSTRATE_PALETTE = (
+    "#1f5fa8", "#d9590b", "#2e8b3a", "#b3202a", "#6a3d9a",
+    "#8a5a2b", "#c2188a", "#137b7b", "#6b6b00", "#303030",
+)  # fmt: skip
+KNOWN_SUBSTRATES = ("local", "docker", "docker-session", "k8s", "k8s-session", "e2b", "ec2",
+                    "ec2-session", "docker-pool")  # fmt: skip
 #: The parts of the worker-hours decomposition in stacking order: the tax first, then the agent's.
 STACKING = ("cold_start", "overhead", "teardown", "idle", "command", "think")
+#: Parts are pale (never a substrate's saturated colour); the tax's parts are hatched.
 PART_COLORS = {
-    "cold_start": "#c0392b", "overhead": "#e67e22", "teardown": "#f1c40f",
-    "idle": "#8e44ad", "command": "#2980b9", "think": "#95a5a6",
+    "cold_start": "#f4b6b0", "overhead": "#f9d9a8", "teardown": "#fbf0b0",
+    "idle": "#dccbe6", "command": "#bfe0f0", "think": "#e4e4e4",
 }  # fmt: skip
+#: The tax's parts are hatched, each its own way; the agent's are plain.
+PART_HATCHES = {"cold_start": "///", "overhead": "\\\\\\", "teardown": "xx", "idle": ".."}
+#: Cold-start phases: shades of grey, darker first, fixed per phase name (others hashed).
+PHASE_PALETTE = ("#3d3d3d", "#6e6e6e", "#9a9a9a", "#c4c4c4", "#e2e2e2", "#565656", "#848484")
+KNOWN_PHASES = ("requested", "create", "created", "start", "running", "ssh_ready", "session",
+                "first_exec", "pull", "workdir")  # fmt: skip
 _STYLE = {
     "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs
     "svg.hashsalt": "rollout-tax",  # stable ids: the same report gives the same page
-    "font.size": 10,
+    "font.size": FONT_PT,
+    "legend.fontsize": FONT_PT,
+    "axes.titlesize": FONT_PT + 1,
+    "axes.labelsize": FONT_PT,
+    "xtick.labelsize": FONT_PT,
+    "ytick.labelsize": FONT_PT,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.grid": True,
+    "axes.grid": False,
     "grid.alpha": 0.3,
+    "hatch.color": "#666666",
+    "hatch.linewidth": 0.6,
 }
 _SIZE = re.compile(r'<svg([^>]*?) width="[^"]*" height="[^"]*"')
 
@@ -51,9 +79,18 @@ def require() -> Any:
 
 
 def colors(names: Sequence[str]) -> dict[str, str]:
-    """One color per substrate, the same in every figure."""
-    palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"]
-    return {name: palette[index % len(palette)] for index, name in enumerate(names)}
+    """Each substrate's colour: the same for a name in every figure of every page."""
+    return {name: _fixed(name, KNOWN_SUBSTRATES, SUBSTRATE_PALETTE) for name in names}
+
+
+def phase_color(phase: str) -> str:
+    """A cold-start phase's colour, the same on every page."""
+    return _fixed(phase, KNOWN_PHASES, PHASE_PALETTE)
+
+
+def _fixed(name: str, known: Sequence[str], palette: Sequence[str]) -> str:
+    index = known.index(name) if name in known else zlib.crc32(name.encode())
+    return palette[index % len(palette)]
 
 
 def ecdf_points(samples: Sequence[float], limit: int = ECDF_POINTS) -> tuple[list, list]:
@@ -77,85 +114,138 @@ def ecdf(
     *,
     palette: Mapping[str, str],
 ) -> str | None:
-    """Each substrate's ECDF on a log time axis; the baseline's dashed. None without samples."""
+    """Each substrate's ECDF on a time axis (log when the samples span a decade or more); the
+    baseline's dashed, in the substrate's colour. None without samples."""
     curves = [(name, samples, "-", "") for name, samples in now.items() if samples]
     curves += [
         (name, samples, "--", " (baseline)")
         for name, samples in (baseline or {}).items()
         if samples and name in now
     ]
-    if not curves:
+    points = [(name, ecdf_points(samples), line, suffix) for name, samples, line, suffix in curves]
+    points = [curve for curve in points if curve[1][0]]
+    if not points:
         return None
     with _style():
-        figure, axes = _figure(height=3.8)
-        for name, samples, line, suffix in curves:
-            values, fractions = ecdf_points(samples)
-            if values:
-                axes.step(values, fractions, where="post", linestyle=line, linewidth=1.6,
-                          color=palette.get(name), label=f"{name}{suffix}")  # fmt: skip
-        axes.set_xscale("log")
-        axes.xaxis.set_major_formatter(_seconds_formatter())
+        figure, axes = _figure(height=3.3)
+        axes.grid(True, axis="both")
+        for name, (values, fractions), line, suffix in points:
+            axes.step(values, fractions, where="post", linestyle=line, linewidth=1.6,
+                      color=palette.get(name), label=f"{name}{suffix}")  # fmt: skip
+        scale = time_axis(axes.xaxis, [v for _, (values, _), _, _ in points for v in values])
         axes.set_ylim(0, 1.02)
         axes.set_ylabel("fraction of samples")
-        axes.set_xlabel("seconds (log scale)")
+        axes.set_xlabel("time" + (" (log scale)" if scale == "log" else ""))
         axes.set_title(title, loc="left")
-        figure.legend(loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+        figure.legend(loc="outside lower center", ncol=2, frameon=False)
         return _svg(figure, title)
 
 
+def time_axis(axis: Any, values: Sequence[float]) -> str:
+    """Scale ``axis`` for ``values`` (seconds): ``linear`` when they span less than a decade,
+    else ``log``; either way with plain ticks (``250ms``, ``1s``), never powers of ten."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, NullFormatter
+
+    positive = [v for v in values if v > 0]
+    low, high = (min(positive), max(positive)) if positive else (1.0, 1.0)
+    decades = math.log10(high / low)
+    if decades < 1:
+        axis.set_major_locator(MaxNLocator(nbins=5, min_n_ticks=3))
+        scale = "linear"
+    else:
+        axis.axes.set_xscale("log") if axis.axis_name == "x" else axis.axes.set_yscale("log")
+        subs = (1, 2, 5) if decades < 1.7 else (1, 3) if decades < 3.5 else (1,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        scale = "log"
+    axis.set_major_formatter(_seconds_formatter())
+    axis.set_minor_formatter(NullFormatter())
+    return scale
+
+
 def phases(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """Mean cold-start phases as one stacked horizontal bar per substrate (a color per phase)."""
+    """Mean cold-start phases as one stacked horizontal bar per substrate (in ``entries``'
+    order), each phase in its own grey, each bar labelled with its total."""
     rows = {name: e.get("phases") or {} for name, e in entries.items() if e.get("phases")}
     if not rows:
         return None
     names = list(dict.fromkeys(phase for row in rows.values() for phase in row))
-    title = "Cold start by phase (mean seconds)"
-    with _style():
-        figure, axes = _figure(height=1.5 + 0.45 * len(rows))
-        shades = _shades(len(names))
-        labels = list(rows)
-        left = [0.0] * len(labels)
-        for index, phase in enumerate(names):
-            widths = [(rows[n].get(phase) or {}).get("mean", 0.0) for n in labels]
-            axes.barh(labels, widths, left=left, color=shades[index], label=phase, height=0.6)
-            left = [a + b for a, b in zip(left, widths, strict=True)]
-        axes.invert_yaxis()
-        axes.xaxis.set_major_formatter(_seconds_formatter())
-        axes.set_xlabel("seconds")
-        axes.set_title(title, loc="left")
-        figure.legend(loc="outside lower center", ncol=min(len(names), 4), fontsize=8,
-                      frameon=False)  # fmt: skip
-        return _svg(figure, title)
+    title = "Cold start by phase (mean)"
+    labels = list(rows)
+    stacks = {p: [(rows[n].get(p) or {}).get("mean", 0.0) for n in labels] for p in names}
+    return _stacked_bars(
+        title, labels, [(p, stacks[p], phase_color(p), "") for p in names], _seconds
+    )
 
 
-def decomposition(
-    bars: Mapping[str, Mapping[str, float]], *, title: str, palette: Mapping[str, str]
-) -> str | None:
-    """Worker-hours by part as one stacked horizontal bar per label (substrate or baseline)."""
+def decomposition(bars: Mapping[str, Mapping[str, float]], *, title: str) -> str | None:
+    """Worker-hours by part as one stacked horizontal bar per label (substrate or baseline),
+    each part pale, the tax's hatched, each bar labelled with its total."""
     if not bars:
         return None
-    with _style():
-        figure, axes = _figure(height=1.5 + 0.45 * len(bars))
-        labels = list(bars)
-        left = [0.0] * len(labels)
-        for part in STACKING:
-            widths = [bars[name].get(part, 0.0) for name in labels]
-            if not any(widths):
-                continue
-            axes.barh(labels, widths, left=left, color=PART_COLORS[part],
-                      label=PART_LABELS[part], height=0.6)  # fmt: skip
-            left = [a + b for a, b in zip(left, widths, strict=True)]
-        for row, total in enumerate(left):
-            axes.annotate(f" {total:,.0f} h", (total, row), va="center", fontsize=8)
-        axes.invert_yaxis()
-        axes.set_xlim(0, max(left) * 1.18 or 1)
-        axes.set_xlabel("projected worker-hours")
-        axes.set_title(title, loc="left")
-        figure.legend(loc="outside lower center", ncol=6, fontsize=8, frameon=False)
-        return _svg(figure, title)
+    labels = list(bars)
+    stacks = [
+        (PART_LABELS[part], [bars[n].get(part, 0.0) for n in labels],
+         PART_COLORS[part], PART_HATCHES.get(part, ""))
+        for part in STACKING
+    ]  # fmt: skip
+    return _stacked_bars(
+        title,
+        labels,
+        [s for s in stacks if any(s[1])],
+        lambda h: f"{h:,.0f} h",
+        xlabel="projected worker-hours",
+    )
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _stacked_bars(
+    title: str,
+    labels: Sequence[str],
+    stacks: Sequence[tuple[str, Sequence[float], str, str]],
+    show: Any,
+    *,
+    xlabel: str = "",
+) -> str:
+    """Horizontal stacked bars, one per label; ``stacks`` are (legend, widths, colour, hatch).
+    A segment wide enough carries its value; every bar its total; no grid."""
+    with _style():
+        figure, axes = _figure(height=1.3 + 0.42 * len(labels))
+        left = [0.0] * len(labels)
+        segments = []  # (start, width) of every segment, for its value label
+        for legend, widths, color, hatch in stacks:
+            axes.barh(labels, widths, left=left, color=color, hatch=hatch, label=legend,
+                      height=0.62, edgecolor="#ffffff", linewidth=0.6)  # fmt: skip
+            segments += [(row, a, b) for row, (a, b) in enumerate(zip(left, widths, strict=True))]
+            left = [a + b for a, b in zip(left, widths, strict=True)]
+        top = max(left) or 1.0
+        for row, start, width in segments:
+            if width > 0.22 * top:  # room for the value inside the segment
+                axes.annotate(show(width), (start + width / 2, row), ha="center", va="center")
+        for row, total in enumerate(left):
+            axes.annotate(f" {show(total)}", (total, row), va="center")
+        axes.invert_yaxis()
+        axes.set_xlim(0, top * 1.3)
+        axes.xaxis.set_major_locator(_locator())
+        axes.xaxis.set_major_formatter(_plain(show))
+        if xlabel:
+            axes.set_xlabel(xlabel)
+        axes.set_title(title, loc="left")
+        figure.legend(loc="outside lower center", ncol=3, frameon=False)
+        return _svg(figure, title)
+
+
+def _locator() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(nbins=4, min_n_ticks=3)
+
+
+def _plain(show: Any) -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _position: "0" if value == 0 else show(value))
 
 
 def _style() -> Any:
@@ -166,7 +256,7 @@ def _figure(height: float) -> tuple[Any, Any]:
     from matplotlib.backends.backend_svg import FigureCanvasSVG
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7, height), layout="constrained")
+    figure = Figure(figsize=(WIDTH_IN, height), layout="constrained")
     FigureCanvasSVG(figure)
     return figure, figure.add_subplot()
 
@@ -183,21 +273,16 @@ def _svg(figure: Any, title: str) -> str:
     )
 
 
+def _seconds(value: float) -> str:
+    """A tick's or a label's duration, plain: ``250us``, ``2.5ms``, ``1.2s``."""
+    if value <= 0 or not math.isfinite(value):
+        return "0"
+    if value < 1e-3:
+        return f"{value * 1e6:.3g}µs"
+    if value < 1:
+        return f"{value * 1e3:.3g}ms"
+    return f"{value:.3g}s"
+
+
 def _seconds_formatter() -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    def label(value: float, _position: float) -> str:
-        if value <= 0 or not math.isfinite(value):
-            return "0"
-        if value < 1e-3:
-            return f"{value * 1e6:.3g}µs"
-        if value < 1:
-            return f"{value * 1e3:.3g}ms"
-        return f"{value:.3g}s"
-
-    return FuncFormatter(label)
-
-
-def _shades(count: int) -> list[str]:
-    cmap = require().colormaps["viridis"]
-    return [cmap(0.15 + 0.7 * i / max(1, count - 1)) for i in range(count)]
+    return _plain(_seconds)

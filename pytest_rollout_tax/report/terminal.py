@@ -29,15 +29,7 @@ HEADERS = (
 
 def render_summary(report: dict) -> list[str]:
     """The lines of the end-of-session summary: one table row per substrate, then notes."""
-    projection = report["projection"]
-    think = projection["think_time_s"]
-    source = projection.get("think_time_source", "option")
-    headline = (
-        f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
-        + (f" with {think_time(think, source)} per step" if think else "")
-        + "; tax = substrate overhead only"
-    )
-    lines = textwrap.wrap(headline, width=WIDTH)
+    lines = textwrap.wrap(headline(report), width=WIDTH)
     notes = []
     rows = []
     for name, sub in report["substrates"].items():
@@ -63,40 +55,80 @@ def render_summary(report: dict) -> list[str]:
     for name, sub in report["substrates"].items():
         if (shares := shares_line(name, sub)) is not None:
             notes.append(shares)
-    spread = report["spread"]
-    if spread:
-        notes.append(
-            f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
-            f"({spread['slowest']} vs {spread['fastest']}), "
-            f"worker-hours {ratio(spread['worker_hours'])}"
-            + (f" at {think_time(think, source)}/step" if think else "")
-        )
+    if (spread := spread_line(report)) is not None:
+        notes.append(spread)
     notes += variant_lines(report["substrates"])
-    for shared in report.get("shared_sandboxes") or []:
-        notes.append(
-            f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
-            f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
-        )
+    notes += shared_sandbox_lines(report)
     for name, sub in report["substrates"].items():
         notes += fleet_lines(name, sub)
     for name, sub in report["substrates"].items():
-        if sub.get("cost_usd") is not None:  # the substrate knows its price (ec2.price_per_hour)
-            notes.append(
-                f"{name}: the projected worker-hours cost ${sub['cost_usd']:,.0f} "
-                f"at ${sub['price_per_hour']:g} per sandbox-hour"
-            )
-        if (cap := tax_cap_note(name, sub)) is not None:
-            notes.append(cap)
-        if sub["failures"]:
-            reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
-            success = 1 - sub["failures"] / sub["rollouts"]
-            notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
+        notes += [
+            line
+            for line in (cost_line(name, sub), tax_cap_note(name, sub), success_line(name, sub))
+            if line is not None
+        ]
         notes += few_samples_lines(name, sub)
     notes += control_plane_lines(report)
     notes += client_lines(report)
     for note in notes:
         lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
     return lines
+
+
+def headline(report: dict) -> str:
+    """What the hours are projected for, and with which think time."""
+    projection = report["projection"]
+    think = projection["think_time_s"]
+    source = projection.get("think_time_source", "option")
+    return (
+        f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
+        + (f" with {think_time(think, source)} per step" if think else "")
+        + "; tax = substrate overhead only"
+    )
+
+
+def spread_line(report: dict) -> str | None:
+    """The spread between substrates (None with fewer than two)."""
+    spread = report["spread"]
+    if not spread:
+        return None
+    projection = report["projection"]
+    think = projection["think_time_s"]
+    source = projection.get("think_time_source", "option")
+    return (
+        f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
+        f"({spread['slowest']} vs {spread['fastest']}), "
+        f"worker-hours {ratio(spread['worker_hours'])}"
+        + (f" at {think_time(think, source)}/step" if think else "")
+    )
+
+
+def shared_sandbox_lines(report: dict) -> list[str]:
+    """An error line per sandbox that more than one rollout got."""
+    return [
+        f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
+        f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
+        for shared in report.get("shared_sandboxes") or []
+    ]
+
+
+def cost_line(name: str, entry: dict) -> str | None:
+    """The projected cost of a substrate that knows its price (``ec2.price_per_hour``)."""
+    if entry.get("cost_usd") is None:
+        return None
+    return (
+        f"{name}: the projected worker-hours cost ${entry['cost_usd']:,.0f} "
+        f"at ${entry['price_per_hour']:g} per sandbox-hour"
+    )
+
+
+def success_line(name: str, entry: dict) -> str | None:
+    """The share of rollouts that succeeded and why the others failed (None when none did)."""
+    if not entry["failures"]:
+        return None
+    reasons = "; ".join(f"{n}x {why}" for why, n in entry["failure_reasons"].items())
+    success = 1 - entry["failures"] / entry["rollouts"]
+    return f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}"
 
 
 def think_time(think: float, source: str) -> str:

@@ -42,7 +42,8 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_rollout_html_writes_the_page_with_the_gate_s_verdict(suite: pytest.Pytester) -> None:
-    assert run(suite, "--rollout-save=base").ret == 0
+    assert run(suite, "--rollout-save=base", "--rollout-html=base.html").ret == 0
+    assert "<title>Rollout tax: base.json</title>" in (suite.path / "base.html").read_text()
     result = run(
         suite, "--rollout-html=out/report.html", "--rollout-compare=base",
         "--rollout-compare-fail=cold_start.p50:1000%",
@@ -52,7 +53,8 @@ def test_rollout_html_writes_the_page_with_the_gate_s_verdict(suite: pytest.Pyte
     page = (suite.path / "out" / "report.html").read_text()
     assert "local (baseline)" in page and '<section id="gate">' in page
     assert "passed 1 of 1 check(s): cold_start.p50:1000% (local)" in page
-    assert "<td>local</td><td>3</td><td>0</td>" in page
+    assert "Gate passed: 1 stayed within the threshold." in page
+    assert "<title>Rollout tax: run of " in page  # neither saved nor written as JSON
 
 
 def test_the_ini_twin_names_the_page(suite: pytest.Pytester) -> None:
@@ -86,6 +88,7 @@ def test_pytest_html_s_page_shows_the_summary_and_the_plots(suite: pytest.Pytest
     assert result.ret == 0, result.stdout.str()
     page = (suite.path / "tests.html").read_text()
     assert "<h2>Rollout tax</h2>" in page
+    assert 'class="cards board"' in page  # the leaderboard, in pytest-html's own style
     assert "local hours: cold start " in page
     assert 'aria-label="Cold start (ECDF)"' in page
     assert 'aria-label="Worker-hours by part"' in page

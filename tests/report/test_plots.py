@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_rollout_tax.report import plots
@@ -36,9 +38,40 @@ def test_figures_are_svg_elements_as_wide_as_their_container() -> None:
 def test_the_same_figure_twice_is_the_same_svg() -> None:
     """Stable ids and no date: a regenerated page (and its screenshot) changes only with data."""
     draw = lambda: plots.decomposition(  # noqa: E731
-        {"local": {"cold_start": 1.0, "command": 3.0}}, title="t", palette={}
+        {"local": {"cold_start": 1.0, "command": 3.0}}, title="t"
     )
     assert draw() == draw()
+
+
+def texts(svg: str) -> list[str]:
+    return re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+
+
+def test_a_time_axis_under_one_decade_is_linear_with_plain_ticks() -> None:
+    svg = plots.ecdf("t", {"docker": [0.24, 0.3, 0.38]}, palette=plots.colors(["docker"]))
+    shown = texts(svg)
+    assert "time" in shown and "time (log scale)" not in shown
+    assert [t for t in shown if t.endswith("ms")] == ["240ms", "280ms", "320ms", "360ms"]
+
+
+def test_a_time_axis_over_decades_is_log_with_plain_ticks() -> None:
+    svg = plots.ecdf("t", {"a": [0.0005, 0.002], "b": [0.3]}, palette=plots.colors(["a", "b"]))
+    shown = texts(svg)
+    assert "time (log scale)" in shown
+    assert {"1ms", "10ms", "100ms"} <= set(shown)
+    assert not [t for t in shown if "\u00d7" in t or "10^" in t or "$" in t]
+
+
+def test_phase_bars_carry_their_values_and_no_grid() -> None:
+    svg = plots.phases({
+        "docker": {"phases": {"create": {"mean": 0.12}, "first_exec": {"mean": 0.12}}},
+        "local": {"phases": {"create": {"mean": 0.002}}},
+    })  # fmt: skip
+    shown = texts(svg)
+    assert " 2ms" in shown and " 240ms" in shown  # each bar's total, local's too
+    assert shown.count("120ms") == 2  # each wide segment's own value
+    grid = "stroke-opacity: 0.3"  # how a gridline is drawn (grid.alpha)
+    assert grid not in svg and grid in plots.ecdf("t", {"a": [0.1, 0.2]}, palette={})
 
 
 def test_without_matplotlib_the_error_names_the_extra(no_matplotlib) -> None:

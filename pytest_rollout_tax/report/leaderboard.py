@@ -1,0 +1,190 @@
+"""The HTML page's leaderboard and verdict: substrates ranked by projected worker-hours, each
+figure in one unit per column with the best and worst marked, and, against a baseline, each
+figure's change marked where the gate judged it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ..gate.compare import Outcome, percent
+from .markup import e, table
+from .projection import Scale
+from .sides import project_entry, scale_of
+from .units import hours, ratio, share
+
+
+@dataclass(frozen=True)
+class Column:
+    """One figure of the leaderboard."""
+
+    header: str
+    #: The figure of one ``substrates[NAME]`` entry (``None``: not measured).
+    figure: Callable[[dict], float | None]
+    #: "time" (one unit per column, chosen from its values), "hours", "share" or "ratio".
+    kind: str
+    lower_is_better: bool = True
+    #: The gate's (metric, stat) that judges this figure's change, if any.
+    check: tuple[str, str] | None = None
+    #: The baseline entry's figure at this run's scale, when it is projected (else ``figure``).
+    rescaled: Callable[[dict, Scale], float | None] | None = None
+
+
+def _stat(metric: str, stat: str) -> Callable[[dict], float | None]:
+    return lambda entry: entry[metric][stat] if entry.get(metric) else None
+
+
+def _tax_share(entry: dict) -> float | None:
+    worker, tax = entry.get("worker_hours"), entry.get("tax_hours")
+    return tax / worker if worker and tax is not None else None
+
+
+def _hours_at(index: int) -> Callable[[dict, Scale], float | None]:
+    """The baseline's worker-hours (0) or tax-hours (1) at this run's scale, as the gate has."""
+    return lambda old, scale: project_entry(old, scale)[index]
+
+
+def _tax_share_at(old: dict, scale: Scale) -> float | None:
+    worker, tax = project_entry(old, scale)
+    return _tax_share({"worker_hours": worker, "tax_hours": tax})
+
+
+def _success(entry: dict) -> float | None:
+    return 1 - entry["failures"] / entry["rollouts"] if entry.get("rollouts") else None
+
+
+COLUMNS = (
+    Column("worker-hours", lambda e: e.get("worker_hours"), "hours",
+           check=("worker_hours", "mean"), rescaled=_hours_at(0)),
+    Column("vs cheapest", lambda e: e.get("worker_hours"), "ratio"),
+    Column("tax-hours", lambda e: e.get("tax_hours"), "hours", rescaled=_hours_at(1)),
+    Column("tax share", _tax_share, "share", rescaled=_tax_share_at),
+    Column("cold start p50", _stat("cold_start", "p50"), "time", check=("cold_start", "p50")),
+    Column("cold start p95", _stat("cold_start", "p95"), "time", check=("cold_start", "p95")),
+    Column("action p50", _stat("action", "p50"), "time", check=("action", "p50")),
+    Column("success", _success, "share", lower_is_better=False),
+)  # fmt: skip
+
+#: Time units: (name, seconds per unit), the largest first.
+UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
+
+
+def unit_for(values: Sequence[float]) -> tuple[str, float]:
+    """The one unit a time column is shown in: the one that reads best for its smallest value."""
+    smallest = min((v for v in values if v > 0), default=1.0)
+    return next(((n, f) for n, f in UNITS if smallest >= f * 0.9995), UNITS[-1])
+
+
+def in_unit(value: float, factor: float) -> str:
+    scaled = value / factor
+    return f"{scaled:,.0f}" if scaled >= 100 else f"{scaled:.3g}"
+
+
+def board(
+    report: dict,
+    ranked: Sequence[str],
+    *,
+    palette: Mapping[str, str],
+    baseline: dict | None = None,
+    outcomes: Sequence[Outcome] = (),
+) -> str:
+    """The leaderboard table: one row per substrate in ``ranked`` order."""
+    entries = report["substrates"]
+    scale = scale_of(report)
+    cheapest = next((entries[n]["worker_hours"] for n in ranked if entries[n]["worker_hours"]),
+                    None)  # fmt: skip
+    judged = {(o.substrate, o.check.metric, o.check.stat): o for o in outcomes}
+    headers = ["substrate"]
+    columns = []
+    for column in COLUMNS:
+        values = [v for n in ranked if (v := column.figure(entries[n])) is not None]
+        unit = unit_for(values) if column.kind == "time" else None
+        headers.append(f"{column.header} ({unit[0]})" if unit else column.header)
+        columns.append((column, values, unit))
+    rows = []
+    for place, name in enumerate(ranked, start=1):
+        entry = entries[name]
+        old = (baseline or {}).get("substrates", {}).get(name)
+        swatch = f'<span class="swatch" style="background:{palette.get(name, "#000")}"></span>'
+        row = [(f'<span class="place">{place}</span>{swatch}{e(name)}', "name")]
+        for column, values, unit in columns:
+            value = column.figure(entry)
+            text = _show(column, value, unit, cheapest)
+            mark = _mark(column, value, values)
+            if baseline is not None and column.kind != "ratio":
+                text += _change(column, name, value, old, scale, judged)
+            row.append((text, mark))
+        rows.append(row)
+    return table(headers, rows, css="cards board", raw=True)
+
+
+def _show(
+    column: Column, value: float | None, unit: tuple[str, float] | None, cheapest: float | None
+) -> str:
+    if value is None:
+        return "-"
+    if column.kind == "time" and unit:
+        return in_unit(value, unit[1])
+    if column.kind == "hours":
+        return hours(value)
+    if column.kind == "ratio":
+        return ratio(value / cheapest) if cheapest else "-"
+    return share(value) if column.lower_is_better else f"{value:.0%}"
+
+
+def _mark(column: Column, value: float | None, values: Sequence[float]) -> str:
+    """``best`` or ``worst`` when the column's values differ, else nothing."""
+    if value is None or len(set(values)) < 2:
+        return ""
+    best, worst = (min(values), max(values)) if column.lower_is_better else (
+        max(values), min(values))  # fmt: skip
+    return "best" if value == best else "worst" if value == worst else ""
+
+
+def _change(
+    column: Column,
+    name: str,
+    value: float | None,
+    old: dict | None,
+    scale: Scale,
+    judged: Mapping[tuple[str, str, str], Outcome],
+) -> str:
+    """The figure's change against the baseline, as the gate judged it where a check did."""
+    if old is None:
+        return '<span class="change">no baseline</span>'
+    before = column.rescaled(old, scale) if column.rescaled else column.figure(old)
+    outcome = judged.get((name, *column.check)) if column.check else None
+    text = percent(before, value)
+    if outcome is not None and outcome.status == "failed":
+        return f'<span class="change credible" title="{e(outcome.line())}">{text} credible</span>'
+    if outcome is not None and outcome.status == "noise":
+        return f'<span class="change noise" title="{e(outcome.line())}">{text} noise</span>'
+    return f'<span class="change">{text}</span>'
+
+
+def verdict_line(outcomes: Sequence[Outcome]) -> tuple[str, str]:
+    """The gate's verdict in one sentence, and ``failed`` or ``passed``: which checks failed
+    (a credible slowdown beyond the threshold), and which only crossed it inside the noise."""
+    failed = [o for o in outcomes if o.status == "failed"]
+    noise = [o for o in outcomes if o.status == "noise"]
+    passed = [o for o in outcomes if o.status == "passed"]
+    skipped = [o for o in outcomes if o.status == "skipped"]
+
+    def named(found: list[Outcome]) -> str:
+        return ", ".join(
+            f"{o.substrate} {o.check.name} {percent(o.baseline, o.now)}" for o in found
+        )
+
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} of {len(outcomes)} check(s) found a credible slowdown "
+                     f"beyond the threshold: {named(failed)}")  # fmt: skip
+    if noise:
+        parts.append(f"{len(noise)} crossed the threshold by a change inside the noise, "
+                     f"not a failure: {named(noise)}")  # fmt: skip
+    if passed:
+        parts.append(f"{len(passed)} stayed within the threshold")
+    if skipped:
+        parts.append(f"{len(skipped)} skipped (no figures on both sides)")
+    head = "Gate failed" if failed else "Gate passed"
+    return f"{head}: " + "; ".join(parts) + ".", "failed" if failed else "passed"
