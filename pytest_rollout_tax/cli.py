@@ -20,8 +20,9 @@ from .errors import RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
 from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
-from .report import html as html_report
-from .report import merge, plots
+from .page import html as html_report
+from .page import plots
+from .report import merge
 from .report.files import check_report_path, write_json
 from .report.sides import reproject
 from .report.terminal import render_summary

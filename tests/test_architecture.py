@@ -9,8 +9,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rollout_tax"
 NAME = PACKAGE.name
-#: The wings, and the only ones that may import pytest.
-WINGS = ("core", "substrates", "fleet", "replay", "report", "gate", "plugin", "integrations")
+#: The wings, from the bottom up: each imports only those before it.
+WINGS = (
+    "core", "substrates", "fleet", "replay", "report", "gate", "page", "integrations", "plugin",
+)  # fmt: skip
+#: The only wings that may import pytest.
 PYTEST_WINGS = ("plugin", "integrations")
 MAX_LINES = 500
 MAX_TOP_MODULES = 6
@@ -85,6 +88,13 @@ def test_the_package_has_no_import_cycle():
 @pytest.mark.parametrize("name", [n for n in MODULES if wing(n) == "core"])
 def test_core_imports_only_core_and_the_errors(name):
     upward = {m for m in GRAPH[name] if m != f"{NAME}.errors" and wing(m) != "core"}
+    assert not upward, f"{name} imports {sorted(upward)}"
+
+
+@pytest.mark.parametrize("name", [n for n in MODULES if wing(n)])
+def test_a_wing_imports_only_the_wings_below_it(name):
+    here = WINGS.index(wing(name))
+    upward = {m for m in GRAPH[name] if wing(m) and WINGS.index(wing(m)) > here}
     assert not upward, f"{name} imports {sorted(upward)}"
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ..report import html
+from ..page import html
 from ..report.terminal import render_summary
 
 

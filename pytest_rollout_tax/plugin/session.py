@@ -19,7 +19,7 @@ from ..fleet import burst
 from ..fleet.pool import PoolStats
 from ..fleet.substrates import Substrates
 from ..gate import compare, history
-from ..report import html
+from ..page import html
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, for_saving, summarize
 from ..report.files import write_json

@@ -15,8 +15,8 @@ from ..errors import ConfigError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
 from ..gate.storage import DEFAULT_STORAGE
+from ..page import plots
 from ..replay import MODES, Mode
-from ..report import plots
 from ..report.aggregate import STEP_CHOICES
 from ..report.files import check_report_path
 from ..report.projection import Scale

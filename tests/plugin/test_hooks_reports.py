@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pytest_rollout_tax.report import plots
+from pytest_rollout_tax.page import plots
 
 # Imported here, before pytester's in-process runs, which unload the modules they import: a
 # C extension such as matplotlib's cannot be imported twice into one process.

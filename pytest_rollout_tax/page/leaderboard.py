@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..gate.compare import Outcome, percent
+from ..report.projection import Scale
+from ..report.sides import project_entry, scale_of
+from ..report.units import hours, ratio, share
 from .markup import e, table
-from .projection import Scale
-from .sides import project_entry, scale_of
-from .units import hours, ratio, share
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from pytest_rollout_tax.report import plots
+from pytest_rollout_tax.page import plots
 
 
 def test_a_short_ecdf_keeps_every_positive_sample() -> None:

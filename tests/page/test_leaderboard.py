@@ -7,7 +7,7 @@ import re
 
 from support.reports import report, rollouts
 
-from pytest_rollout_tax.report import leaderboard
+from pytest_rollout_tax.page import leaderboard
 from pytest_rollout_tax.report.ranking import rank
 
 

@@ -19,8 +19,8 @@ from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.gate.compare import Check, compare_reports
-from pytest_rollout_tax.report import html as html_report
-from pytest_rollout_tax.report import plots
+from pytest_rollout_tax.page import html as html_report
+from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, build_report, summarize
 from pytest_rollout_tax.report.projection import Scale

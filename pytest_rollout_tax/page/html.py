@@ -16,14 +16,10 @@ from typing import Any
 from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
-from . import plots
-from .files import write_atomically
-from .leaderboard import board, verdict_line
-from .markup import e, notes, table
-from .ranking import rank
-from .sides import Side, decompose_entry, scale_of, sides
-from .style import CSS, FRAGMENT_CSS
-from .terminal import (
+from ..report.files import write_atomically
+from ..report.ranking import rank
+from ..report.sides import Side, decompose_entry, scale_of, sides
+from ..report.terminal import (
     control_plane_lines,
     cost_line,
     few_samples_lines,
@@ -36,7 +32,11 @@ from .terminal import (
     tax_cap_note,
     variant_lines,
 )
-from .units import hours, seconds
+from ..report.units import hours, seconds
+from . import plots
+from .leaderboard import board, verdict_line
+from .markup import e, notes, table
+from .style import CSS, FRAGMENT_CSS
 
 
 def run_title(report: dict, name: str | None) -> str:
