@@ -23,6 +23,11 @@ class CredentialsMissing(SubstrateUnavailable):
     """The substrate needs credentials that are not configured; its rollouts are skipped."""
 
 
+class RuntimeMissing(CredentialsMissing):
+    """A runtime the substrate asks for is not registered in its engine (gVisor's ``runsc``);
+    its rollouts are skipped, as without credentials, with one line saying how to register it."""
+
+
 class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 

@@ -64,6 +64,10 @@ class Rollout:
     price_per_hour: float | None = None
     #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
     replay: dict[str, Any] | None = None
+    #: The OCI runtime its container ran under (``runc``, ``runsc``), where a substrate has one.
+    runtime: str | None = None
+    #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
+    snapshot: bool = False
 
     @property
     def failed(self) -> bool:
@@ -93,7 +97,15 @@ class Rollout:
             "action_probes_s": list(self.action_probes_s),
             "error": self.error,
             "price_per_hour": self.price_per_hour,
-        } | ({"replay": dict(self.replay)} if self.replay is not None else {})
+        } | {
+            key: value
+            for key, value in (
+                ("replay", dict(self.replay) if self.replay is not None else None),
+                ("runtime", self.runtime),
+                ("snapshot", self.snapshot or None),
+            )
+            if value is not None
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rollout:
