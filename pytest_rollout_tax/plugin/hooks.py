@@ -41,9 +41,10 @@ WORKERINPUT_KEY = "rollout_tax_session"
 USAGE_ERRORS_KEY = "rollout_tax_usage_errors"  # a worker's marker errors, raised on the controller
 POOLS_KEY = "rollout_tax_pools"  # a worker's warm-pool stats, merged on the controller
 MARKER = (
-    "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
-    "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
-    "substrate; timeout: default seconds per step; substrates: names it may run on."
+    "trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=None): a "
+    "rollout-tax workload. steps: the trajectory length it stands for (projection); rounds: "
+    "fresh rollouts per substrate; timeout: default seconds per step; substrates: names it "
+    "may run on; prepare: FUNC(sandbox), the setup before the steps (phase prepare)."
 )
 
 rollout_key = pytest.StashKey[Rollout]()
@@ -235,7 +236,10 @@ class RolloutTaxPlugin:
             token = self.progress.starting(target.substrate)
             try:
                 sandbox = self.pool.start(
-                    target.substrate, rollout, timeout=target.trajectory.timeout
+                    target.substrate,
+                    rollout,
+                    timeout=target.trajectory.timeout,
+                    prepare=target.trajectory.preparation(request.node.nodeid, target.id),
                 )
             finally:
                 self.progress.finished(token, rollout.cold_start_s)
