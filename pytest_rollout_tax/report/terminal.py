@@ -17,6 +17,7 @@ from tabulate import tabulate
 from ..core.stats import min_samples
 from ..errors import ConfigError
 from ..fleet import burst
+from . import isolation
 
 #: The summary fits a terminal this wide.
 WIDTH = 100
@@ -105,6 +106,8 @@ def render_summary(report: dict) -> list[str]:
             + (f" at {think_time(think, source)}/step" if think else "")
         )
     notes += variant_lines(report["substrates"])
+    notes += isolation.runtime_lines(report["substrates"])
+    notes += isolation.snapshot_lines(report["substrates"])
     for shared in report.get("shared_sandboxes") or []:
         notes.append(
             f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "

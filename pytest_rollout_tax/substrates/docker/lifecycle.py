@@ -52,7 +52,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # not allowed in a container name
 #: How to register gVisor in an engine this project did not start.
 REGISTER_RUNSC = (
     "scripts/ensure-docker registers it in the engine it starts; elsewhere add "
-    '"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--file-access=shared"]}} '
+    '"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}} '
     "to the engine's daemon.json (apt-get install runsc) and restart it"
 )
 
