@@ -32,11 +32,17 @@ def reference_of(name: str, substrates: dict[str, dict], *, snapshot: bool = Fal
     return min(found, key=lambda other: (other != entry.get("kind"), other), default=None)
 
 
+def workload_of(fields: dict) -> str:
+    """The test a rollout ran, without its substrate and round: the same on every substrate."""
+    tag = f"{fields['substrate']}-{fields['round']}"
+    return fields["test"].replace(f"[{tag}]", "").replace(f"-{tag}]", "]").replace(f"[{tag}-", "[")
+
+
 def command_means(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:
     """Each test's mean step wall time in seconds and its number of steps."""
     totals: dict[str, list[float]] = {}
     for row in rows:
-        total = totals.setdefault(row.fields["test"], [0.0, 0])
+        total = totals.setdefault(workload_of(row.fields), [0.0, 0])
         total[0] += sum(row.wall_us) / MICROSECONDS
         total[1] += len(row.wall_us)
     return {test: (wall / count, int(count)) for test, (wall, count) in totals.items() if count}

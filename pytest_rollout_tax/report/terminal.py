@@ -308,6 +308,8 @@ def variant_lines(substrates: dict[str, dict]) -> list[str]:
             entry = substrates[name]
             if name == baseline or not entry["action"] or not base["action"]:
                 continue
+            if "isolation" in entry:  # another runtime: isolation.runtime_lines compares it
+                continue
             speed = entry["action"]["p50"] / base["action"]["p50"]
             line = f"{name} vs {baseline}: action p50 {ratio(speed)}"
             if entry["tax_hours"] is not None and base["tax_hours"] is not None:
