@@ -41,8 +41,8 @@ COMMANDS = {
     "python import": "python3 -c 'import json, email.parser, http.client, xml.dom.minidom, "
     "sqlite3, decimal, argparse, asyncio, unittest'",
     "300 fork+exec": "for i in $(seq 300); do /bin/true; done",
-    "file I/O (500 files)": "python3 -c 'import pathlib; d = pathlib.Path(\"io\"); "
-    "d.mkdir(exist_ok=True); [(d / str(i)).write_bytes(b\"x\" * 4096) for i in range(500)]; "
+    "file I/O (500 files)": 'python3 -c \'import pathlib; d = pathlib.Path("io"); '
+    'd.mkdir(exist_ok=True); [(d / str(i)).write_bytes(b"x" * 4096) for i in range(500)]; '
     "[(d / str(i)).read_bytes() for i in range(500)]'",
     "git status": "git -C repo status --porcelain",
     "python -m unittest": "cd suite && python3 -m unittest -q 2>&1 | tail -1",
