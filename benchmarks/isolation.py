@@ -54,7 +54,8 @@ cd repo && git init -q && for i in $(seq 50); do echo "line $i" > "file$i.py"; d
 git -c user.email=b@x -c user.name=b add -A && git -c user.email=b@x -c user.name=b commit -qm init
 echo changed > file1.py && cd ..
 for i in $(seq 10); do
-  printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_%s(self):\\n        self.assertEqual(%s, %s)\\n' $i $i $i > suite/test_$i.py
+  printf '%s\\n' 'import unittest' 'class T(unittest.TestCase):' \\
+    "    def test_$i(self):" "        self.assertEqual($i, $i)" > "suite/test_$i.py"
 done
 """
 
@@ -88,6 +89,14 @@ def command(sandbox: Sandbox, line: str) -> Callable[[], float]:
     return sample
 
 
+def restore_in_place(api, container_id: str) -> float:
+    """Seconds to start a checkpointed container again from its own checkpoint folder."""
+    url = api._url("/containers/{0}/start", container_id)
+    return timed(lambda: api._raise_for_status(
+        api._post(url, params={"checkpoint": snapshot.CHECKPOINT})
+    ))  # fmt: skip
+
+
 def snapshots(rounds: int) -> dict[str, list[float]]:
     """Checkpoint, restore in place and restore into a new container, on runsc."""
     plain = get_substrate("docker", runtime="runsc")
@@ -100,10 +109,7 @@ def snapshots(rounds: int) -> dict[str, list[float]]:
             started = time.perf_counter()
             made = snapshot.checkpoint(plain.api, sandbox, plain._data_root)
             out["checkpoint"].append(time.perf_counter() - started)
-            url = plain.api._url("/containers/{0}/start", made.template_id)
-            out["restore in place"].append(
-                timed(lambda: plain.api._post(url, params={"checkpoint": snapshot.CHECKPOINT}))
-            )
+            out["restore in place"].append(restore_in_place(plain.api, made.template_id))
             snapshot.remove(plain.api, made)
         prepare = Prepare("benchmark", lambda sandbox: sandbox.exec(SETUP, timeout=120))
         for _ in range(rounds + 1):
