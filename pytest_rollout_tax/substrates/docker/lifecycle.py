@@ -249,7 +249,7 @@ class DockerSubstrate(Substrate):
                 "--network=none; use network=none"
             )
         if options.snapshot:
-            snapshot.check_engine(self.name, info, runtime)
+            snapshot.check_engine(self.name, info)
         self.runtime = runtime
         self._data_root = info.get("DockerRootDir") or ""
         ncpu = info.get("NCPU") or 0
