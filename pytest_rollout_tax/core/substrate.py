@@ -179,6 +179,11 @@ class Substrate(ABC):
             raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
         return parsed
 
+    @classmethod  # noqa: B027 - most substrates check nothing more
+    def check_usage(cls, options: Any, *, owner: str) -> None:
+        """Before any rollout: what parsed ``options`` need of the service, where checking is
+        cheap; a ConfigError is a usage error. Anything else is left for the rollouts."""
+
     # -- the backend interface -------------------------------------------------------------
 
     def _prepare(self) -> None:  # noqa: B027 - most substrates need nothing more

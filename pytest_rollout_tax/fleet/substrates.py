@@ -38,7 +38,8 @@ class SubstratePool:
                 substrate_class = self.registry.load(spec.kind)
             except SubstrateUnavailable:
                 continue
-            substrate_class.parse(spec.options, owner=spec.name)
+            parsed = substrate_class.parse(spec.options, owner=spec.name)
+            substrate_class.check_usage(parsed, owner=spec.name)
 
     def get(self, name: str) -> Substrate:
         """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""

@@ -131,6 +131,17 @@ def test_an_unregistered_runtime_fails_every_start_naming_the_engines_runtimes(s
         substrate.close()
 
 
+def test_an_unregistered_runtime_is_a_usage_error_naming_the_engines_runtimes(tmp_path):
+    suite(tmp_path, "def test_x(sandbox):\n    pass\n")
+    code, output = run_pytest(
+        tmp_path, "--substrate=docker", "--substrate-opt=docker.runtime=kata-nope"
+    )
+    assert code == 4, output
+    [line] = [line for line in output.splitlines() if "kata-nope" in line]
+    assert line.startswith("ERROR: docker.runtime='kata-nope': not registered in this engine (")
+    assert "runc" in line and "Traceback" not in output
+
+
 def test_runsc_missing_from_the_engine_skips_saying_how_to_register_it(sandbox_image, monkeypatch):
     """An engine ensure-docker did not start may lack gVisor: its rollouts skip (as without
     credentials), in one line that says how to register it."""

@@ -234,27 +234,28 @@ class DockerSubstrate(Substrate):
         it), snapshots have what they need, and the engine has the CPUs asked for."""
         options = self.options
         info = self.api.info()
-        registered = info.get("Runtimes") or {}
-        runtime = options.runtime or info.get("DefaultRuntime") or "runc"
-        if runtime not in registered:
-            names = ", ".join(sorted(registered)) or "none"
-            message = f"{self.name}.runtime={runtime!r}: not registered in this engine ({names})"
-            if runtime == "runsc":
-                raise RuntimeMissing(f"{message}; {REGISTER_RUNSC}")
-            raise ConfigError(message)
-        arguments = (registered[runtime] or {}).get("runtimeArgs") or ()
-        if "--network=none" in arguments and options.network != "none":
-            raise ConfigError(
-                f"{self.name}.network={options.network!r}: this engine runs {runtime} with "
-                "--network=none; use network=none"
-            )
-        if options.snapshot:
-            snapshot.check_engine(self.name, info)
-        self.runtime = runtime
+        self.runtime = engine_runtime(self.name, options, info)
         self._data_root = info.get("DockerRootDir") or ""
         ncpu = info.get("NCPU") or 0
         if options.cpus is not None and ncpu and options.cpus > ncpu:
             raise ConfigError(f"{self.name}.cpus={options.cpus:g}: the engine has only {ncpu} CPUs")
+
+    @classmethod
+    def check_usage(cls, options: DockerOptions, *, owner: str) -> None:
+        """A runtime the engine lacks (but gVisor, whose absence skips) and a snapshot the engine
+        cannot take are usage errors, when the engine answers now."""
+        if options.runtime is None and not options.snapshot:
+            return
+        try:
+            client = connect(owner)
+        except SubstrateUnavailable:  # its rollouts will say so
+            return
+        try:
+            engine_runtime(owner, options, client.api.info())
+        except (RuntimeMissing, *ENGINE_ERRORS):
+            pass  # a skip, or an engine failing: its rollouts will say so
+        finally:
+            client.close()
 
     def _start_error(self, exc: BaseException) -> BaseException:
         """What a failed create or start raises: one line, or the interrupt itself."""
@@ -322,3 +323,26 @@ class DockerSubstrate(Substrate):
             return False
         pid = int(pid_text)
         return pid != os.getpid() and process_alive(pid)
+
+
+def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> str:
+    """The runtime ``options`` run under on the engine ``info`` describes, checked: registered
+    (a missing ``runsc`` is RuntimeMissing, saying how to register it), with the network it
+    needs, and able to take snapshots if they are asked for."""
+    registered = info.get("Runtimes") or {}
+    runtime = options.runtime or info.get("DefaultRuntime") or "runc"
+    if runtime not in registered:
+        names = ", ".join(sorted(registered)) or "none"
+        message = f"{name}.runtime={runtime!r}: not registered in this engine ({names})"
+        if runtime == "runsc":
+            raise RuntimeMissing(f"{message}; {REGISTER_RUNSC}")
+        raise ConfigError(message)
+    arguments = (registered[runtime] or {}).get("runtimeArgs") or ()
+    if "--network=none" in arguments and options.network != "none":
+        raise ConfigError(
+            f"{name}.network={options.network!r}: this engine runs {runtime} with "
+            "--network=none; use network=none"
+        )
+    if options.snapshot:
+        snapshot.check_engine(name, info)
+    return runtime
