@@ -20,10 +20,10 @@ from .terminal import PART_LABELS
 #: Points drawn per ECDF curve at most: a 10,000-rollout run stays a small page.
 ECDF_POINTS = 300
 #: The parts of the worker-hours decomposition in stacking order: the tax first, then the agent's.
-STACKING = ("cold_start", "overhead", "teardown", "idle", "command", "think")
+STACKING = ("cold_start", "overhead", "teardown", "idle", "isolation", "command", "think")
 PART_COLORS = {
     "cold_start": "#c0392b", "overhead": "#e67e22", "teardown": "#f1c40f",
-    "idle": "#8e44ad", "command": "#2980b9", "think": "#95a5a6",
+    "idle": "#8e44ad", "isolation": "#16a085", "command": "#2980b9", "think": "#95a5a6",
 }  # fmt: skip
 _STYLE = {
     "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs

@@ -266,6 +266,7 @@ PART_LABELS = {
     "think": "think",
     "teardown": "teardown",
     "idle": "pool idle",
+    "isolation": "isolation",
 }
 
 
