@@ -27,6 +27,11 @@ class CredentialsMissing(SubstrateUnavailable):
     """The substrate needs credentials that are not configured; its rollouts are skipped."""
 
 
+class RuntimeMissing(CredentialsMissing):
+    """A runtime the substrate asks for is not registered in its engine (gVisor's ``runsc``);
+    its rollouts are skipped, as without credentials, with one line saying how to register it."""
+
+
 class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
@@ -74,6 +79,15 @@ class PlotsUnavailable(RolloutTaxError):
 
 class MergeRefused(RolloutTaxError):
     """Reports that cannot be merged into one; the message is one line naming why."""
+
+
+class ReplayFailure(RolloutTaxError):
+    """A replayed step the substrate failed (past its timeout, a lost sandbox): one line that
+    names the file, the step and its command; ``reason`` is the substrate's countable one."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def reason_of(exc: BaseException) -> str:

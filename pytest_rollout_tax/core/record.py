@@ -84,6 +84,10 @@ class Rollout:
     #: A merged report's rollout: the shard index that ran it and its client's host hash.
     shard: int | None = None
     client: str | None = None
+    #: The OCI runtime its container ran under (``runc``, ``runsc``), where a substrate has one.
+    runtime: str | None = None
+    #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
+    snapshot: bool = False
 
     @property
     def failed(self) -> bool:
@@ -103,6 +107,10 @@ class Rollout:
         extra = {"replay": dict(self.replay)} if self.replay is not None else {}
         if self.client is not None:  # a merged report's rollout
             extra |= {"shard": self.shard, "client": self.client}
+        if self.runtime is not None:  # a substrate with an OCI runtime
+            extra["runtime"] = self.runtime
+        if self.snapshot:
+            extra["snapshot"] = True
         return {
             "test": self.test,
             "substrate": self.substrate,

@@ -158,6 +158,15 @@ class Sandbox:
                 f"{first.reason()}"
             )
 
+    @contextlib.contextmanager
+    def unrecorded(self) -> Iterator[None]:
+        """Steps made inside are not the rollout's (a ``prepare`` function's setup)."""
+        count = len(self.rollout.steps)
+        try:
+            yield
+        finally:
+            del self.rollout.steps[count:]
+
     @property
     def closed(self) -> bool:
         return self._closed

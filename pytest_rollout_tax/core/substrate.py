@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -42,6 +43,29 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
+
+
+@dataclass(frozen=True)
+class Prepare:
+    """A workload's setup (marker ``prepare=FUNC``): FUNC(sandbox) runs on a fresh sandbox
+    before the rollout's steps and is not one of them."""
+
+    #: What one prepared snapshot serves: the test (its rounds share it).
+    key: str
+    run: Callable[[Sandbox], object]
+
+    def __call__(self, sandbox: Sandbox) -> None:
+        """Run the setup, its steps unrecorded; a failure is one line naming the function."""
+        try:
+            with sandbox.unrecorded():
+                self.run(sandbox)
+        except RolloutTaxError:
+            raise
+        except Exception as exc:
+            name = getattr(self.run, "__name__", repr(self.run))
+            raise SandboxStartError(
+                f"{sandbox.substrate.name}: prepare={name} failed: {type(exc).__name__}: {exc}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -112,6 +136,8 @@ class Substrate(ABC):
     price_per_hour: float | None = None
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
+    #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
+    runtime: str | None = None
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
@@ -119,6 +145,8 @@ class Substrate(ABC):
         self.options = self.parse(options, owner=self.name)
         self._prepare_lock = threading.Lock()
         self._prepared: RolloutTaxError | bool = False
+        self._snapshot_locks: dict[str, threading.Lock] = {}
+        self._snapshots: dict[str, Any] = {}
 
     @classmethod
     def parse(cls, options: dict[str, Any], *, owner: str) -> Any:
@@ -132,6 +160,11 @@ class Substrate(ABC):
         if parsed.pool < 0:
             raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
         return parsed
+
+    @classmethod  # noqa: B027 - most substrates check nothing more
+    def check_usage(cls, options: Any, *, owner: str) -> None:
+        """Before any rollout: what parsed ``options`` need of the service, where checking is
+        cheap; a ConfigError is a usage error. Anything else is left for the rollouts."""
 
     # -- the backend interface -------------------------------------------------------------
 
@@ -152,6 +185,20 @@ class Substrate(ABC):
     @abstractmethod
     def destroy(self, handle: Handle) -> None:
         """Delete the environment and return once it is gone."""
+
+    @property
+    def snapshots(self) -> bool:
+        """Whether prepared sandboxes are restored from a checkpoint (``docker.snapshot``)
+        instead of prepared in every rollout."""
+        return False
+
+    def _checkpoint(self, sandbox: Sandbox) -> Any:
+        """Checkpoint a prepared sandbox (which it may stop); what :meth:`_restore` needs."""
+        raise NotImplementedError(f"{self.kind} has no snapshots")
+
+    def _restore(self, snapshot: Any, *, labels: dict[str, str], clock: PhaseClock) -> Handle:
+        """A new environment restored from ``snapshot``, marking its phases on ``clock``."""
+        raise NotImplementedError(f"{self.kind} has no snapshots")
 
     def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
         """Called once the cold start is measured, untimed: for lookups that must not slow it."""
@@ -189,16 +236,42 @@ class Substrate(ABC):
 
     # -- the cold start --------------------------------------------------------------------
 
-    def start(self, rollout: Rollout | None = None, *, timeout: float | None = None) -> Sandbox:
-        """Create a fresh sandbox and wait for its first no-op exec (the cold start)."""
+    def start(
+        self,
+        rollout: Rollout | None = None,
+        *,
+        timeout: float | None = None,
+        prepare: Prepare | None = None,
+    ) -> Sandbox:
+        """Create a fresh sandbox and wait for its first no-op exec (the cold start).
+
+        With ``prepare``, the sandbox is prepared too: by running it (phase ``prepare``), or,
+        on a substrate with :attr:`snapshots`, by restoring its test's prepared checkpoint
+        (made on first use: phases ``template`` and ``checkpoint``, not counted).
+        """
         timeout = contract.check_timeout(timeout)
         self._ensure_prepared()
+        restore = prepare is not None and self.snapshots
+        return self._start(rollout, timeout, prepare, restore=restore)
+
+    def _start(
+        self,
+        rollout: Rollout | None,
+        timeout: float | None,
+        prepare: Prepare | None,
+        *,
+        restore: bool,
+    ) -> Sandbox:
         rollout = self.stamp(rollout or Rollout(substrate=self.name))
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
         clock = PhaseClock(rollout.phases)
         rollout.stamp("create")
         try:
-            handle = self._create(labels=labels, clock=clock)
+            if restore and prepare is not None:
+                snapshot = self._snapshot_of(prepare, timeout, clock)
+                handle = self._restore(snapshot, labels=labels, clock=clock)
+            else:
+                handle = self._create(labels=labels, clock=clock)
         except RolloutTaxError:
             raise
         except Exception as exc:
@@ -216,6 +289,10 @@ class Substrate(ABC):
             sandbox.transport.open(clock)
             sandbox.first_exec()
             clock.mark("first_exec")
+            if prepare is not None and not restore:
+                prepare(sandbox)
+                clock.mark("prepare")
+            rollout.snapshot = restore
             rollout.stamp("ready")
             rollout.cold_start_s = clock.cold_start()
             self.after_cold_start(handle, rollout)
@@ -226,10 +303,32 @@ class Substrate(ABC):
         return sandbox
 
     def stamp(self, rollout: Rollout) -> Rollout:
-        """``rollout`` with this substrate's kind, transport and price filled in."""
+        """``rollout`` with this substrate's kind, transport, runtime and price filled in."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
-        rollout.price_per_hour = self.price_per_hour
+        rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
         return rollout
+
+    def _snapshot_of(self, prepare: Prepare, timeout: float | None, clock: PhaseClock) -> Any:
+        """The checkpoint of ``prepare.key``'s prepared sandbox, made once per process: a
+        template sandbox is started and prepared (phase ``template``), then checkpointed
+        (phase ``checkpoint``), both on the rollout that made it and not counted as its cold
+        start. A failure is remembered: every later rollout of the test fails the same way."""
+        with self._prepare_lock:
+            lock = self._snapshot_locks.setdefault(prepare.key, threading.Lock())
+        with lock:
+            if prepare.key not in self._snapshots:
+                try:
+                    template_record = Rollout(substrate=self.name, test=prepare.key)
+                    template = self._start(template_record, timeout, prepare, restore=False)
+                    clock.mark("template", cold_start=False)
+                    self._snapshots[prepare.key] = self._checkpoint(template)
+                    clock.mark("checkpoint", cold_start=False)
+                except RolloutTaxError as exc:
+                    self._snapshots[prepare.key] = exc
+            found = self._snapshots[prepare.key]
+        if isinstance(found, RolloutTaxError):
+            raise type(found)(str(found))
+        return found
 
     def _ensure_prepared(self) -> None:
         """Run :meth:`_prepare` once per substrate; its error fails every later start too."""

@@ -4,12 +4,13 @@ their warm pools."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
-from ..core.substrate import Substrate
+from ..core.substrate import Prepare, Substrate
 from ..errors import RolloutTaxError, SubstrateUnavailable
 from ..substrates.registry import Registry
 from ..substrates.selection import SubstrateSpec
@@ -39,7 +40,8 @@ class Substrates:
                 substrate_class = self.registry.load(spec.kind)
             except SubstrateUnavailable:
                 continue
-            substrate_class.parse(spec.options, owner=spec.name)
+            parsed = substrate_class.parse(spec.options, owner=spec.name)
+            substrate_class.check_usage(parsed, owner=spec.name)
 
     def get(self, name: str) -> Substrate:
         """The substrate ``name``; raises the same RolloutTaxError for every rollout if broken."""
@@ -56,14 +58,32 @@ class Substrates:
                 raise
         return self._substrates[name]
 
-    def start(self, name: str, rollout: Rollout, *, timeout: float | None = None) -> Sandbox:
-        """A fresh sandbox of ``name`` for ``rollout``: claimed from its warm pool if it has
-        one (``pool=K``), else cold-started."""
+    def start(
+        self,
+        name: str,
+        rollout: Rollout,
+        *,
+        timeout: float | None = None,
+        prepare: Prepare | None = None,
+    ) -> Sandbox:
+        """A fresh sandbox of ``name`` for ``rollout``, prepared if asked: claimed from its
+        warm pool if it has one (``pool=K``; ``prepare`` then runs on the claimed sandbox, in
+        its cold start, as phase ``prepare``), else cold-started."""
         substrate = self.get(name)
         warm = self.warm_pool(name)
         if warm is None:
-            return substrate.start(rollout, timeout=timeout)
-        return warm.claim(rollout, timeout=timeout)
+            return substrate.start(rollout, timeout=timeout, prepare=prepare)
+        sandbox = warm.claim(rollout, timeout=timeout)
+        if prepare is not None:
+            started = time.perf_counter()
+            try:
+                prepare(sandbox)
+            except BaseException:
+                sandbox.close()
+                raise
+            rollout.phases["prepare"] = time.perf_counter() - started
+            rollout.cold_start_s = (rollout.cold_start_s or 0.0) + rollout.phases["prepare"]
+        return sandbox
 
     def warm_pool(self, name: str) -> WarmPool | None:
         """The warm pool of ``name`` (made, and filling, from its first claim on), or None

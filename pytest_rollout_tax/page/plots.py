@@ -34,18 +34,21 @@ SUBSTRATE_PALETTE = (
 KNOWN_SUBSTRATES = ("local", "docker", "docker-session", "k8s", "k8s-session", "e2b", "ec2",
                     "ec2-session", "docker-pool")  # fmt: skip
 #: The parts of the worker-hours decomposition in stacking order: the tax first, then the agent's.
-STACKING = ("cold_start", "overhead", "teardown", "idle", "command", "think")
+STACKING = ("cold_start", "overhead", "teardown", "idle", "isolation", "command", "think")
 #: Parts are pale (never a substrate's saturated colour); the tax's parts are hatched.
 PART_COLORS = {
     "cold_start": "#f4b6b0", "overhead": "#f9d9a8", "teardown": "#fbf0b0",
-    "idle": "#dccbe6", "command": "#bfe0f0", "think": "#e4e4e4",
+    "idle": "#dccbe6", "isolation": "#bfe8d9", "command": "#bfe0f0", "think": "#e4e4e4",
 }  # fmt: skip
 #: The tax's parts are hatched, each its own way; the agent's are plain.
-PART_HATCHES = {"cold_start": "///", "overhead": "\\\\\\", "teardown": "xx", "idle": ".."}
+PART_HATCHES = {
+    "cold_start": "///", "overhead": "\\\\\\", "teardown": "xx", "idle": "..", "isolation": "++",
+}  # fmt: skip
 #: Cold-start phases: shades of grey, darker first, fixed per phase name (others hashed).
 PHASE_PALETTE = ("#3d3d3d", "#6e6e6e", "#9a9a9a", "#c4c4c4", "#e2e2e2", "#565656", "#848484")
 KNOWN_PHASES = ("requested", "create", "created", "start", "running", "ssh_ready", "session",
-                "first_exec", "pull", "workdir")  # fmt: skip
+                "first_exec", "pull", "workdir", "prepare", "restore", "template",
+                "checkpoint")  # fmt: skip
 _STYLE = {
     "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs
     "svg.hashsalt": "rollout-tax",  # stable ids: the same report gives the same page

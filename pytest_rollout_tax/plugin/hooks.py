@@ -42,9 +42,10 @@ from .settings import Settings, add_options, ini_name
 
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 MARKER = (
-    "trajectory(steps=None, rounds=1, timeout=None, substrates=None): a rollout-tax workload. "
-    "steps: the trajectory length it stands for (projection); rounds: fresh rollouts per "
-    "substrate; timeout: default seconds per step; substrates: names it may run on."
+    "trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=None): a "
+    "rollout-tax workload. steps: the trajectory length it stands for (projection); rounds: "
+    "fresh rollouts per substrate; timeout: default seconds per step; substrates: names it "
+    "may run on; prepare: FUNC(sandbox), the setup before the steps (phase prepare)."
 )
 
 
@@ -198,7 +199,10 @@ class RolloutTaxPlugin:
             token = self.session.progress.starting(target.substrate)
             try:
                 sandbox = self.session.substrates.start(
-                    target.substrate, rollout, timeout=target.trajectory.timeout
+                    target.substrate,
+                    rollout,
+                    timeout=target.trajectory.timeout,
+                    prepare=target.trajectory.preparation(request.node.nodeid, target.id),
                 )
             finally:
                 self.session.progress.finished(token, rollout.cold_start_s)

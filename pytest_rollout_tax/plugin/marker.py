@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import contract
+from ..core.substrate import Prepare
 
 MARK_NAME = "@pytest.mark.trajectory"
 
@@ -26,6 +27,8 @@ class Trajectory:
     rounds: int | None = None
     timeout: float | None = None
     substrates: tuple[str, ...] | None = None
+    #: FUNC(sandbox): the setup every rollout's sandbox gets before its steps (not steps).
+    prepare: Callable[[Any], object] | None = None
 
     @classmethod
     def from_marker(
@@ -40,7 +43,7 @@ class Trajectory:
         at = f" in {test}" if test else ""
         if mark.args:
             raise ValueError(f"{MARK_NAME}{at}: takes keyword arguments only, got {mark.args!r}")
-        unknown = set(mark.kwargs) - {"steps", "rounds", "timeout", "substrates"}
+        unknown = set(mark.kwargs) - {"steps", "rounds", "timeout", "substrates", "prepare"}
         if unknown:
             raise ValueError(f"{MARK_NAME}{at}: unknown argument(s) {', '.join(sorted(unknown))}")
         kwargs = mark.kwargs
@@ -55,12 +58,23 @@ class Trajectory:
             raise _bad_argument(
                 "timeout", timeout, at, "expected a positive finite number of seconds"
             ) from None
+        prepare = kwargs.get("prepare")
+        if prepare is not None and not callable(prepare):
+            raise _bad_argument("prepare", prepare, at, "expected a function of the sandbox")
         return cls(
+            prepare=prepare,
             steps=kwargs.get("steps"),
             rounds=kwargs.get("rounds"),
             timeout=timeout,
             substrates=_substrate_names(kwargs.get("substrates"), at, known),
         )
+
+    def preparation(self, nodeid: str, param_id: str) -> Prepare | None:
+        """The ``prepare`` of the rollout ``nodeid`` (parameter ``param_id``), keyed by the test
+        without that parameter: the test's rounds share one prepared snapshot."""
+        if self.prepare is None:
+            return None
+        return Prepare(nodeid.replace(f"[{param_id}]", "").replace(param_id, ""), self.prepare)
 
 
 def _bad_argument(name: str, value: Any, at: str, problem: str) -> ValueError:

@@ -1,18 +1,10 @@
 """Recorded agent trajectories (mini-swe-agent, SWE-agent, chat messages, SWE-smith rows, our
 JSONL) read into one shape, and replayed in a sandbox as workloads."""
 
+from ..errors import ReplayFailure
 from .load import load
 from .model import FileEdit, NotATrajectory, RecordedStep, RecordedTrajectory, TrajectoryError
-from .run import (
-    DEFAULT_TIMEOUT_S,
-    MODES,
-    Mode,
-    ReplayFailure,
-    ReplayInfo,
-    harness_command,
-    replay,
-    shape_command,
-)
+from .run import DEFAULT_TIMEOUT_S, MODES, Mode, ReplayInfo, harness_command, replay, shape_command
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

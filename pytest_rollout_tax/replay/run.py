@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from ..core.record import Rollout, Step
-from ..errors import RolloutTaxError, StepTimeout, reason_of
+from ..errors import ReplayFailure, RolloutTaxError, StepTimeout, reason_of
 from .model import FileEdit, RecordedStep, RecordedTrajectory, think_known
 
 if TYPE_CHECKING:
@@ -32,15 +32,6 @@ NOT_FOUND = 127
 #: Exact mode's kinds of divergent step: a harness tool the image lacks (SWE-agent's
 #: ``open``, ``edit``...), another command the image lacks (exit 127), a different exit code.
 DIVERGENCES = ("harness_tool", "not_found", "exit_code")
-
-
-class ReplayFailure(RolloutTaxError):
-    """A replayed step the substrate failed (past its timeout, a lost sandbox): one line that
-    names the file, the step and its command; ``reason`` is the substrate's countable one."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def harness_command(command: str) -> list[str]:

@@ -12,6 +12,7 @@ from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
 from ..core.stats import Stats
 from ..fleet import burst
 from ..fleet.pool import PoolStats
+from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .projection import (
     Scale,
@@ -74,6 +75,10 @@ def summarize_substrate(
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step, idle_s=idle_s),
         "decomposition": project_decomposition(scale, cold, action, step, teardown, idle_s=idle_s),
     }
+    if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
+        entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
+    if any(r.get("snapshot") for r in records):
+        entry["snapshot"] = True
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
     if pool is not None:
@@ -244,6 +249,7 @@ def summarize(
         name: summarize_substrate(group, aggregate.samples[name], scale, fleet, name)
         for name, group in sorted(by_substrate.items())
     }
+    isolation.apply(substrates, by_substrate, scale)
     think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
     scale = scale.with_recorded_think(think.mean if think else None)
     for name, plane in (control_planes or {}).items():

@@ -8,6 +8,7 @@ from tabulate import tabulate
 
 from ..core.stats import min_samples
 from ..fleet import burst
+from . import isolation
 from .clients import client_lines
 from .units import PART_LABELS, hours, ratio, seconds, share
 
@@ -58,6 +59,8 @@ def render_summary(report: dict) -> list[str]:
     if (spread := spread_line(report)) is not None:
         notes.append(spread)
     notes += variant_lines(report["substrates"])
+    notes += isolation.runtime_lines(report["substrates"])
+    notes += isolation.snapshot_lines(report["substrates"])
     notes += shared_sandbox_lines(report)
     for name, sub in report["substrates"].items():
         notes += fleet_lines(name, sub)
@@ -284,6 +287,8 @@ def variant_lines(substrates: dict[str, dict]) -> list[str]:
         for name in names:
             entry = substrates[name]
             if name == baseline or not entry["action"] or not base["action"]:
+                continue
+            if "isolation" in entry:  # another runtime: isolation.runtime_lines compares it
                 continue
             speed = entry["action"]["p50"] / base["action"]["p50"]
             line = f"{name} vs {baseline}: action p50 {ratio(speed)}"

@@ -37,6 +37,7 @@ PART_LABELS = {
     "think": "think",
     "teardown": "teardown",
     "idle": "pool idle",
+    "isolation": "isolation",
 }
 
 

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from support.substrates import LIVE, STAND_INS, live_skip_reason, open_substrate
+from support.substrates import LIVE, STAND_INS, live_skip_reason, open_substrate, transport_of
 
 from pytest_rollout_tax.core.sandbox import Sandbox
 from pytest_rollout_tax.core.substrate import Substrate
@@ -26,7 +26,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     only = metafunc.definition.get_closest_marker("transport")
     if only is not None:
-        names = [name for name in STAND_INS if (name.partition("-")[2] or "exec") == only.args[0]]
+        names = [name for name in STAND_INS if transport_of(name) == only.args[0]]
         metafunc.parametrize("contract_substrate", names, indirect=True, scope="module")
         return
     live = []

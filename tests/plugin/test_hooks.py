@@ -56,7 +56,7 @@ def test_options_live_in_one_group_with_ini_twins(pytester):
 
 def test_marker_is_registered_for_strict_markers(suite):
     suite.runpytest("--strict-markers", "--markers").stdout.fnmatch_lines(
-        ["@pytest.mark.trajectory(steps=None, rounds=1, timeout=None, substrates=None)*"]
+        ["@pytest.mark.trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=*"]
     )
 
 

@@ -23,3 +23,18 @@ def test_substrates_are_checked_against_the_known_names():
     with pytest.raises(ValueError, match=r"unknown substrate 'dokcer'; known substrates: docker"):
         Trajectory.from_marker(mark, "t.py::test_x", known=["docker", "local"])
     assert Trajectory.from_marker(mark, "t.py::test_x").substrates == ("local", "dokcer")
+
+
+def test_prepare_must_be_a_function_and_its_rounds_share_one_key():
+    mark = pytest.mark.trajectory(prepare="setup.sh").mark
+    with pytest.raises(ValueError, match=r"\(prepare='setup.sh'\) in t.py::test_x: expected a f"):
+        Trajectory.from_marker(mark, "t.py::test_x")
+
+    def setup(sandbox):
+        pass
+
+    trajectory = Trajectory.from_marker(pytest.mark.trajectory(prepare=setup).mark)
+    first = trajectory.preparation("t.py::test_x[docker-snap-1]", "docker-snap-1")
+    second = trajectory.preparation("t.py::test_x[docker-snap-2]", "docker-snap-2")
+    assert first.key == second.key == "t.py::test_x" and first.run is setup
+    assert Trajectory().preparation("t.py::test_x[local-1]", "local-1") is None

@@ -568,7 +568,7 @@ def test_invalid_option_values_name_the_option(options, named):
     [
         ({"cpus": "64"}, ConfigError, "docker.cpus=64: the engine has only"),
         ({"network": "nosuchnet-xyz"}, ConfigError, "docker.network='nosuchnet-xyz': no such net"),
-        ({"runtime": "runsc"}, SubstrateUnavailable, "docker.runtime='runsc': not installed"),
+        ({"runtime": "nosuch"}, ConfigError, "docker.runtime='nosuch': not registered"),
     ],
     ids=["cpus", "network", "runtime"],
 )

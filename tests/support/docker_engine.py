@@ -35,6 +35,26 @@ def sandbox_image(docker_client) -> str:
     return SANDBOX_IMAGE
 
 
+@pytest.fixture(scope="session")
+def runsc_runtime(docker_client) -> str:
+    """``runsc``, registered in the engine under test; skips in one line saying how if not
+    (an engine ensure-docker did not start may lack it)."""
+    info = docker_client.info()
+    if "runsc" not in (info.get("Runtimes") or {}):
+        from pytest_rollout_tax.substrates.docker.lifecycle import REGISTER_RUNSC
+
+        pytest.skip(f"gVisor (runsc) is not registered in this engine: {REGISTER_RUNSC}")
+    return "runsc"
+
+
+@pytest.fixture(scope="session")
+def experimental_runsc(docker_client, runsc_runtime) -> str:
+    """``runsc`` on an engine in experimental mode (``docker checkpoint``), or a skip."""
+    if not docker_client.info().get("ExperimentalBuild"):
+        pytest.skip("the engine's experimental mode is off; scripts/ensure-docker turns it on")
+    return runsc_runtime
+
+
 def session_shell(docker_client, container_id: str) -> dict:
     """The engine's record of a container's ``session`` shell: its one exec with stdin open
     (``Pid`` is the shell's process id on this host, where the engine runs)."""

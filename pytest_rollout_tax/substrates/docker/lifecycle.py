@@ -15,16 +15,19 @@ import threading
 from typing import Any
 
 from ...core.record import PhaseClock
+from ...core.sandbox import Sandbox
 from ...core.shell import ShellSession
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
 from ...core.transport import Transport
 from ...errors import (
     ConfigError,
     RolloutTaxError,
+    RuntimeMissing,
     SandboxError,
     SandboxStartError,
     SubstrateUnavailable,
 )
+from . import snapshot
 from .engine import (
     DEFAULT_HOST,
     ENGINE_ERRORS,
@@ -46,6 +49,12 @@ OWNER_LABEL = "rollout-tax.io/owner"
 KEEPALIVE = ["sleep", "infinity"]
 _BUILTIN_NETWORKS = ("none", "bridge", "host", "default")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # not allowed in a container name
+#: How to register gVisor in an engine this project did not start.
+REGISTER_RUNSC = (
+    "scripts/ensure-docker registers it in the engine it starts; elsewhere add "
+    '"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}} '
+    "to the engine's daemon.json (apt-get install runsc) and restart it"
+)
 
 
 class DockerSubstrate(Substrate):
@@ -62,6 +71,7 @@ class DockerSubstrate(Substrate):
         self._lock = threading.Lock()
         self._file_owner = FileOwner(self.options.user, self.name)
         self._pull_needed = False
+        self._data_root = ""
         self.client = connect(self.name)
         self.api = self.client.api
         self._host_config = self.api.create_host_config(
@@ -80,12 +90,38 @@ class DockerSubstrate(Substrate):
         if self._pull_needed:
             self._pull()
             clock.mark("pull", cold_start=False)
+        return self._launch(labels, clock, self.options.image, self.api.start, "start")
+
+    @property
+    def snapshots(self) -> bool:
+        return self.options.snapshot
+
+    def _checkpoint(self, sandbox: Sandbox) -> snapshot.Snapshot:
+        return snapshot.checkpoint(self.api, sandbox, self._data_root)
+
+    def _restore(
+        self, prepared: snapshot.Snapshot, *, labels: dict[str, str], clock: PhaseClock
+    ) -> DockerHandle:
+        def restore(container_id: str) -> None:
+            snapshot.restore(self.api, prepared, container_id, self._data_root)
+
+        return self._launch(labels, clock, prepared.image_id, restore, "restore")
+
+    def _launch(
+        self,
+        labels: dict[str, str],
+        clock: PhaseClock,
+        image: str,
+        start: Any,
+        phase: str,
+    ) -> DockerHandle:
+        """Create a container of ``image`` (phase ``create``) and ``start`` it (``phase``)."""
         # Unique to this rollout: a container whose create response was lost is removed by it.
         name = _UNSAFE.sub("-", f"rollout-tax-{labels[SESSION_LABEL]}-{labels[ROLLOUT_LABEL]}")
         container_id = None
         try:
             container_id = self.api.create_container(
-                self.options.image,
+                image,
                 entrypoint=KEEPALIVE,
                 working_dir=self.options.workdir,
                 user=self.options.user,
@@ -96,8 +132,8 @@ class DockerSubstrate(Substrate):
                 detach=True,
             )["Id"]
             clock.mark("create")
-            self.api.start(container_id)
-            clock.mark("start")
+            start(container_id)
+            clock.mark(phase)
         except BaseException as exc:
             # Without an id the create may still have happened (response lost to a timeout or
             # a reset, or interrupted): remove by name, unless the engine refused it (4xx).
@@ -140,6 +176,10 @@ class DockerSubstrate(Substrate):
                 continue
             with contextlib.suppress(RolloutTaxError):
                 removed += self._remove(container["Id"])
+        with contextlib.suppress(*ENGINE_ERRORS):  # prepared disks (their checkpoints went)
+            removed += snapshot.reap_images(
+                self.api, label, lambda labels: self._owned_by_live_process(labels.get(OWNER_LABEL))
+            )
         return removed
 
     @property
@@ -150,6 +190,12 @@ class DockerSubstrate(Substrate):
         self.api.ping()
 
     def close(self) -> None:
+        """Remove the prepared snapshots this process made, then release the client."""
+        for made in self._snapshots.values():
+            if isinstance(made, snapshot.Snapshot):
+                with contextlib.suppress(*ENGINE_ERRORS):
+                    snapshot.remove(self.api, made)
+        self._snapshots.clear()
         self.client.close()
 
     def _prepare(self) -> None:
@@ -175,8 +221,7 @@ class DockerSubstrate(Substrate):
                         f"{self.name}.network={options.network!r}: no such network on this "
                         "engine (docker network ls)"
                     ) from None
-            if options.runtime is not None or options.cpus is not None:
-                self._check_engine_resources()
+            self._check_engine_resources()
         except ENGINE_ERRORS as exc:
             raise SubstrateUnavailable(
                 f"{self.name}: the Docker engine failed: {root_cause(exc)}"
@@ -185,18 +230,32 @@ class DockerSubstrate(Substrate):
     # -- helpers -------------------------------------------------------------------------------
 
     def _check_engine_resources(self) -> None:
-        """The runtime asked for is installed, and the engine has the CPUs asked for."""
+        """The runtime asked for is registered (gVisor's absence skips, with how to register
+        it), snapshots have what they need, and the engine has the CPUs asked for."""
         options = self.options
         info = self.api.info()
-        runtimes = sorted(info.get("Runtimes") or {})
-        if options.runtime is not None and options.runtime not in runtimes:
-            raise SubstrateUnavailable(
-                f"{self.name}.runtime={options.runtime!r}: not installed in this engine "
-                f"(installed: {', '.join(runtimes) or 'none'})"
-            )
+        self.runtime = engine_runtime(self.name, options, info)
+        self._data_root = info.get("DockerRootDir") or ""
         ncpu = info.get("NCPU") or 0
         if options.cpus is not None and ncpu and options.cpus > ncpu:
             raise ConfigError(f"{self.name}.cpus={options.cpus:g}: the engine has only {ncpu} CPUs")
+
+    @classmethod
+    def check_usage(cls, options: DockerOptions, *, owner: str) -> None:
+        """A runtime the engine lacks (but gVisor, whose absence skips) and a snapshot the engine
+        cannot take are usage errors, when the engine answers now."""
+        if options.runtime is None and not options.snapshot:
+            return
+        try:
+            client = connect(owner)
+        except SubstrateUnavailable:  # its rollouts will say so
+            return
+        try:
+            engine_runtime(owner, options, client.api.info())
+        except (RuntimeMissing, *ENGINE_ERRORS):
+            pass  # a skip, or an engine failing: its rollouts will say so
+        finally:
+            client.close()
 
     def _start_error(self, exc: BaseException) -> BaseException:
         """What a failed create or start raises: one line, or the interrupt itself."""
@@ -264,3 +323,26 @@ class DockerSubstrate(Substrate):
             return False
         pid = int(pid_text)
         return pid != os.getpid() and process_alive(pid)
+
+
+def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> str:
+    """The runtime ``options`` run under on the engine ``info`` describes, checked: registered
+    (a missing ``runsc`` is RuntimeMissing, saying how to register it), with the network it
+    needs, and able to take snapshots if they are asked for."""
+    registered = info.get("Runtimes") or {}
+    runtime = options.runtime or info.get("DefaultRuntime") or "runc"
+    if runtime not in registered:
+        names = ", ".join(sorted(registered)) or "none"
+        message = f"{name}.runtime={runtime!r}: not registered in this engine ({names})"
+        if runtime == "runsc":
+            raise RuntimeMissing(f"{message}; {REGISTER_RUNSC}")
+        raise ConfigError(message)
+    arguments = (registered[runtime] or {}).get("runtimeArgs") or ()
+    if "--network=none" in arguments and options.network != "none":
+        raise ConfigError(
+            f"{name}.network={options.network!r}: this engine runs {runtime} with "
+            "--network=none; use network=none"
+        )
+    if options.snapshot:
+        snapshot.check_engine(name, info)
+    return runtime

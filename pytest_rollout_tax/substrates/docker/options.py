@@ -28,8 +28,10 @@ class DockerOptions(SubstrateOptions):
     memory: str | None = None
     #: Maximum number of processes (``-1``: unlimited).
     pids_limit: int | None = None
-    #: OCI runtime, e.g. ``runsc`` for gVisor (it must be installed in the engine).
+    #: OCI runtime, e.g. ``runsc`` for gVisor (registered in the engine); None: its default.
     runtime: str | None = None
+    #: Restore each rollout's prepared sandbox (marker ``prepare=``) from a gVisor checkpoint.
+    snapshot: bool = False
     #: The sandbox's working directory; relative paths in steps resolve against it.
     workdir: str = "/workspace"
     #: Run commands as this user (``name``, ``uid`` or ``uid:gid``); files written are theirs.
@@ -57,6 +59,8 @@ class DockerOptions(SubstrateOptions):
             raise bad("pids_limit", "expected a positive number of processes, or -1 for no limit")
         if self.runtime is not None and not _NAME.match(self.runtime):
             raise bad("runtime", "expected the name of an OCI runtime, e.g. runsc")
+        if self.snapshot and self.runtime != "runsc":
+            raise bad("snapshot", "needs runtime=runsc (gVisor's checkpoints; runc's need CRIU)")
         if not posixpath.isabs(self.workdir):
             raise bad("workdir", "expected an absolute path, e.g. /workspace")
         if self.user is not None and not _USER.match(self.user):
