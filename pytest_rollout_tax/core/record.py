@@ -225,9 +225,10 @@ def step_walls(stored: dict | list | None) -> list[float]:
 class PhaseClock:
     """Marks the end of each cold-start phase; phases are stored as durations in seconds."""
 
-    def __init__(self, phases: dict[str, float]) -> None:
+    def __init__(self, phases: dict[str, float], started: float | None = None) -> None:
         self.phases = phases
-        self.started = time.perf_counter()
+        #: When the cold start began (``time.perf_counter``): now, unless given.
+        self.started = time.perf_counter() if started is None else started
         self._last = self.started
         self._excluded = 0.0
 

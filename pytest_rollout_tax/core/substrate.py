@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -31,6 +31,8 @@ from .sandbox import Handle, Sandbox
 from .transport import Transport, without_userinfo
 
 SESSION_LABEL = "rollout-tax.io/session"
+#: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
+CLAIM_PHASE = "claim"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
 
 
@@ -262,7 +264,7 @@ class Substrate(ABC):
         *,
         restore: bool,
     ) -> Sandbox:
-        rollout = self.stamp(rollout or Rollout(substrate=self.name))
+        rollout = self.describe(rollout or Rollout(substrate=self.name))
         labels = {SESSION_LABEL: self.session_id, ROLLOUT_LABEL: new_id()}
         clock = PhaseClock(rollout.phases)
         rollout.stamp("create")
@@ -276,37 +278,68 @@ class Substrate(ABC):
             raise
         except Exception as exc:
             raise SandboxStartError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        sandbox = Sandbox(
-            substrate=self,
-            handle=handle,
-            transport=self._transport(handle),
-            rollout=rollout,
-            timeout=timeout,
-            started=clock.started,
-        )
-        rollout.sandbox_id = handle.id
-        try:
+        sandbox = self._sandbox(handle, self._transport(handle), rollout, timeout, clock)
+        with _closed_on_failure(sandbox):
             sandbox.transport.open(clock)
-            sandbox.first_exec()
-            clock.mark("first_exec")
+            self._first_exec(sandbox, clock, "first_exec")
             if prepare is not None and not restore:
                 prepare(sandbox)
                 clock.mark("prepare")
             rollout.snapshot = restore
-            rollout.stamp("ready")
-            rollout.cold_start_s = clock.cold_start()
+            self._ready(rollout, clock)
             self.after_cold_start(handle, rollout)
-        except BaseException:
-            with contextlib.suppress(Exception):  # the start error is the one to report
-                sandbox.close()
-            raise
         return sandbox
 
-    def stamp(self, rollout: Rollout) -> Rollout:
+    def claim(
+        self, pooled: Sandbox, rollout: Rollout, *, timeout: float | None, requested: float
+    ) -> Sandbox:
+        """``pooled``, started for no rollout, as the sandbox of ``rollout`` (a warm pool's
+        claim, asked for at ``requested``): its cold start runs from then until its first
+        no-op exec returns, phase ``claim``."""
+        self.describe(rollout)
+        clock = PhaseClock(rollout.phases, started=requested)
+        sandbox = self._sandbox(pooled.handle, pooled.transport, rollout, timeout, clock)
+        with _closed_on_failure(sandbox):
+            self._first_exec(sandbox, clock, CLAIM_PHASE)
+            self._ready(rollout, clock)
+        return sandbox
+
+    def describe(self, rollout: Rollout) -> Rollout:
         """``rollout`` with this substrate's kind, transport, runtime and price filled in."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
         return rollout
+
+    def _sandbox(
+        self,
+        handle: Handle,
+        transport: Transport,
+        rollout: Rollout,
+        timeout: float | None,
+        clock: PhaseClock,
+    ) -> Sandbox:
+        """The Sandbox of ``handle`` for ``rollout``, timed from the clock's start."""
+        rollout.sandbox_id = handle.id
+        return Sandbox(
+            substrate=self,
+            handle=handle,
+            transport=transport,
+            rollout=rollout,
+            timeout=timeout,
+            started=clock.started,
+        )
+
+    @staticmethod
+    def _first_exec(sandbox: Sandbox, clock: PhaseClock, phase: str) -> None:
+        """The no-op that ends a cold start, marked as ``phase``."""
+        sandbox.first_exec()
+        clock.mark(phase)
+
+    @staticmethod
+    def _ready(rollout: Rollout, clock: PhaseClock) -> None:
+        """The rollout's sandbox is ready: its cold start ends now."""
+        rollout.stamp("ready")
+        rollout.cold_start_s = clock.cold_start()
 
     def _snapshot_of(self, prepare: Prepare, timeout: float | None, clock: PhaseClock) -> Any:
         """The checkpoint of ``prepare.key``'s prepared sandbox, made once per process: a
@@ -341,3 +374,14 @@ class Substrate(ABC):
                     self._prepared = exc
         if isinstance(self._prepared, RolloutTaxError):
             raise type(self._prepared)(str(self._prepared))
+
+
+@contextlib.contextmanager
+def _closed_on_failure(sandbox: Sandbox) -> Iterator[None]:
+    """Close ``sandbox`` if what runs inside raises; the start's error is the one reported."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            sandbox.close()
+        raise

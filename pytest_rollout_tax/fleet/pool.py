@@ -25,9 +25,6 @@ from ..errors import RolloutTaxError, SandboxStartError, reason_of
 if TYPE_CHECKING:
     from ..core.substrate import Substrate
 
-#: The phase a claimed sandbox's cold start is recorded under.
-CLAIM_PHASE = "claim"
-
 
 @dataclass
 class PoolStats:
@@ -128,6 +125,7 @@ class WarmPool:
         failed to start fails the claim with its reason.
         """
         requested = time.perf_counter()
+        rollout.stamp("create")
         self.fill()
         with self._lock:
             if self._closed:
@@ -141,26 +139,7 @@ class WarmPool:
             raise SandboxStartError(f"pooled sandbox failed to start: {slot.error}")
         with self._lock:
             self.stats.idle_sandbox_s += max(0.0, time.perf_counter() - slot.ready_at)
-        pooled = slot.sandbox
-        self.substrate.stamp(rollout)
-        rollout.sandbox_id = pooled.id
-        sandbox = Sandbox(
-            substrate=self.substrate,
-            handle=pooled.handle,
-            transport=pooled.transport,
-            rollout=rollout,
-            timeout=timeout,
-            started=requested,
-        )
-        try:
-            sandbox.first_exec()
-        except BaseException:
-            with contextlib.suppress(Exception):  # the claim's error is the one to report
-                sandbox.close()
-            raise
-        rollout.cold_start_s = time.perf_counter() - requested
-        rollout.phases[CLAIM_PHASE] = rollout.cold_start_s
-        return sandbox
+        return self.substrate.claim(slot.sandbox, rollout, timeout=timeout, requested=requested)
 
     def close(self) -> None:
         """Stop refilling, wait for creations under way, destroy every unclaimed sandbox."""

@@ -14,9 +14,9 @@ from support.pytest_process import wait_for
 from support.workloads import readme_workload
 
 from pytest_rollout_tax.core.record import Rollout
-from pytest_rollout_tax.core.substrate import SESSION_LABEL
+from pytest_rollout_tax.core.substrate import CLAIM_PHASE, SESSION_LABEL
 from pytest_rollout_tax.errors import ConfigError, SandboxStartError
-from pytest_rollout_tax.fleet.pool import CLAIM_PHASE, PoolStats, WarmPool
+from pytest_rollout_tax.fleet.pool import PoolStats, WarmPool
 from pytest_rollout_tax.substrates.docker import DockerSubstrate
 from pytest_rollout_tax.substrates.local import LocalSubstrate
 
