@@ -14,7 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .gate.compare import METRICS, STATS
+from .core.stats import STAT_NAMES
+from .report.schema import SAMPLE_METRICS
 
 #: The largest count an option takes (rollouts to project, workers, comparisons, ...).
 MAX_COUNT = 10**12
@@ -108,8 +109,9 @@ THINK_TIME = Flag(
 FAIL = Flag(
     "compare-fail",
     "METRIC.STAT:THRESHOLD",
-    f"fail when METRIC.STAT regressed past THRESHOLD (repeatable). METRIC: {', '.join(METRICS)}; "
-    f"STAT: {', '.join(STATS)} (worker_hours: mean only); THRESHOLD: a percentage of the "
+    "fail when METRIC.STAT regressed past THRESHOLD (repeatable). METRIC: "
+    f"{', '.join(SAMPLE_METRICS)}, worker_hours; STAT: {', '.join(STAT_NAMES)} (worker_hours: "
+    "mean only); THRESHOLD: a percentage of the "
     "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
     cli_stem="fail",
 )
