@@ -23,6 +23,7 @@ from .report import html as html_report
 from .report import plots
 from .report.build import project_fleet, spread_of
 from .report.projection import Scale
+from .report.ranking import rank, report_units
 from .report.sides import decompose_entry, entry_scale, project_entry, scale_of
 from .report.terminal import check_report_path, render_summary, write_json
 
@@ -412,6 +413,7 @@ def reproject(
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
     result["spread"] = spread_of(result["substrates"])
+    result["ranking"] = rank(result["substrates"], report_units(result, scale), scale)
     return result
 
 

@@ -26,7 +26,7 @@ from ..fleet.substrates import SubstratePool
 from ..gate import compare, history
 from ..report import html as html_report
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
-from ..report.build import Fleet, for_saving, summarize
+from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.machine import commit_info, machine_info
 from ..report.terminal import render_summary, write_json
 from ..substrates.registry import Registry
@@ -423,7 +423,16 @@ class RolloutTaxPlugin:
                 workers=self.settings.fleet,
             ),
             control_planes=self.control_planes,
+            not_run=absent(self.settings.specs, self.aggregate.samples, self._why_not_run),
         )
+
+    def _why_not_run(self, name: str) -> str | None:
+        """Why a selected substrate that ran no rollout could not start one, if it could not."""
+        try:
+            self.pool.get(name)
+        except RolloutTaxError as exc:
+            return reason_of(exc)
+        return None
 
     def _write_html(self, report: dict, verdict: compare.Verdict) -> str:
         """Write the HTML page of ``report`` (with the baseline and the gate's verdict, if any)."""

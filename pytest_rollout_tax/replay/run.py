@@ -48,8 +48,12 @@ class ReplayInfo:
     mode: Mode
     trajectory_id: str
     recorded_steps: int
-    #: Exact mode: steps whose exit code differs from the recording's (None in shape mode).
+    #: Exact mode: steps whose exit code or output size differs from the recording's (None in
+    #: shape mode).
     divergent_steps: int | None
+    #: Exact mode: the divergent steps by kind (``exit_code``, ``output_size``; a step can
+    #: diverge both ways); None in shape mode.
+    divergence: dict[str, int] | None = None
 
     @classmethod
     def of(cls, trajectory: RecordedTrajectory, mode: Mode) -> ReplayInfo:
@@ -61,6 +65,7 @@ class ReplayInfo:
             trajectory_id=trajectory.trajectory_id,
             recorded_steps=len(trajectory.steps),
             divergent_steps=0 if mode == "exact" else None,
+            divergence=dict.fromkeys(DIVERGENCE_KINDS, 0) if mode == "exact" else None,
         )
 
     def to_dict(self) -> dict:
@@ -88,15 +93,36 @@ def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> Repl
                 code = sandbox.exec(harness_command(recorded.command)).exit_code
         finally:
             _as_one_step(rollout, before, recorded)
-        if mode == "exact" and _diverged(recorded.exit_code, code):
-            info.divergent_steps += 1
-            rollout.replay = info.to_dict()
+        if mode == "exact":
+            made = rollout.steps[-1] if len(rollout.steps) > before else None
+            kinds = divergences(recorded, code, made.output_bytes if made else None)
+            if kinds:
+                info.divergent_steps += 1
+                for kind in kinds:
+                    info.divergence[kind] += 1
+                rollout.replay = info.to_dict()
     return info
 
 
-def _diverged(recorded: int | None, replayed: int) -> bool:
-    """Whether a replayed exit code differs from a known recorded one."""
-    return recorded is not None and recorded != replayed
+#: The ways a step replayed exactly can diverge from its recording.
+DIVERGENCE_KINDS = ("exit_code", "output_size")
+#: An output size diverges when it is off by more than this share of the recorded size and
+#: by more than OUTPUT_SLACK bytes (a timestamp or a path in the output is no divergence).
+OUTPUT_SHARE = 0.5
+OUTPUT_SLACK = 64
+
+
+def divergences(recorded: RecordedStep, code: int, output_bytes: int | None) -> list[str]:
+    """How a replayed step differs from its recording, of what the recording knows."""
+    kinds = []
+    if recorded.exit_code is not None and recorded.exit_code != code:
+        kinds.append("exit_code")
+    expected = recorded.output_bytes
+    if expected is not None and output_bytes is not None:
+        off = abs(output_bytes - expected)
+        if off > OUTPUT_SLACK and off > OUTPUT_SHARE * expected:
+            kinds.append("output_size")
+    return kinds
 
 
 def _edit(sandbox: Sandbox, edit: FileEdit) -> int:

@@ -10,6 +10,7 @@ from ..core.record import step_walls
 from ..core.stats import Stats
 from ..gate.storage import SAMPLE_METRICS
 from .build import (
+    entry_step_s,
     pool_idle_per_rollout,
     project_decomposition,
     project_tax_hours,
@@ -98,7 +99,9 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     idle_s = pool_idle_per_rollout(entry)
     scale = entry_scale(entry, scale)
     return (
-        project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
+        project_worker_hours(
+            scale, cold, stats["step"], teardown, idle_s=idle_s, step_s=entry_step_s(entry)
+        ),
         project_tax_hours(
             scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
         ),
@@ -115,6 +118,7 @@ def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
         stats["step"],
         stats["teardown"],
         idle_s=pool_idle_per_rollout(entry),
+        command_s=command["mean_s"] if (command := entry.get("command")) else None,
     )
 
 

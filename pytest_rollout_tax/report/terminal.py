@@ -1,10 +1,12 @@
-"""The terminal summary table and the atomic JSON writer."""
+"""The terminal summary (decision first, then the ranked table and its notes) and the atomic
+JSON writer."""
 
 from __future__ import annotations
 
 import errno
 import json
 import os
+import shutil
 import stat
 import tempfile
 import textwrap
@@ -12,107 +14,59 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tabulate import tabulate
-
-from ..core.stats import min_samples
 from ..errors import ConfigError
 from ..fleet import burst
-
-#: The summary fits a terminal this wide.
-WIDTH = 100
-
-HEADERS = (
-    "substrate",
-    "rollouts",
-    "failed",
-    "cold start\np50/p95",
-    "action\np50/p95",
-    "step\np50",
-    "teardown\np50",
-    "worker\nhours",
-    "tax\nhours",
+from .format import hours, ratio, seconds, share
+from .lines import (
+    decision_lines,
+    divergence_lines,
+    environment_lines,
+    few_samples_lines,
+    header_lines,
+    not_run_lines,
+    ranked_names,
+    spread_line,
 )
+from .table import table_lines
+from .variants import comparison_lines
+
+__all__ = ["hours", "ratio", "seconds", "share"]
+
+#: The summary is at least this wide, wider on a wider terminal (``COLUMNS``).
+MIN_WIDTH = 80
 
 
-def seconds(value: float | None) -> str:
-    """A duration in the unit that reads best: ``850us``, ``12.3ms``, ``1.24s``, ``2m05s``."""
-    if value is None:
-        return "-"
-    if value < 0.9995e-3:  # below what rounds to 1.00ms
-        return f"{value * 1e6:.0f}us"
-    if value < 0.9995:
-        return f"{value * 1e3:.3g}ms"
-    if value < 119.5:
-        return f"{value:.3g}s"
-    minutes, rest = divmod(round(value), 60)
-    return f"{minutes}m{rest:02d}s"
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` when set), never below MIN_WIDTH."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
 
 
-def hours(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
-
-
-def ratio(value: float) -> str:
-    if value < 0.1:
-        return f"{value:.2g}x"
-    return f"{value:.2f}x" if value < 10 else f"{value:,.0f}x"
-
-
-def render_summary(report: dict) -> list[str]:
-    """The lines of the end-of-session summary: one table row per substrate, then notes."""
-    projection = report["projection"]
-    think = projection["think_time_s"]
-    source = projection.get("think_time_source", "option")
-    headline = (
-        f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
-        + (f" with {think_time(think, source)} per step" if think else "")
-        + "; tax = substrate overhead only"
-    )
-    lines = textwrap.wrap(headline, width=WIDTH)
+def render_summary(report: dict, width: int | None = None) -> list[str]:
+    """The lines of the end-of-session summary: the decision, the projection's terms, one
+    table row per substrate (cheapest first), then notes; no line wider than ``width`` (None:
+    the terminal's) where the table can narrow to it."""
+    width = width or terminal_width()
+    substrates = report["substrates"]
+    lines = []
+    for note in [*decision_lines(report), *header_lines(report)]:
+        lines += wrap(note, width)
+    lines += table_lines([(name, substrates[name]) for name in ranked_names(report)], width)
     notes = []
-    rows = []
-    for name, sub in report["substrates"].items():
-        rows.append(
-            [
-                name,
-                sub["rollouts"],
-                sub["failures"],
-                _pair(sub["cold_start"]),
-                _pair(sub["action"]),
-                _stat(sub["step"], "p50"),
-                _stat(sub["teardown"], "p50"),
-                hours(sub["worker_hours"]),
-                hours(sub["tax_hours"]),
-            ]
-        )
-    lines += tabulate(
-        rows,
-        headers=HEADERS,
-        tablefmt="simple",
-        colalign=("left",) + ("right",) * (len(HEADERS) - 1),
-    ).splitlines()
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         if (shares := shares_line(name, sub)) is not None:
             notes.append(shares)
-    spread = report["spread"]
-    if spread:
-        notes.append(
-            f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
-            f"({spread['slowest']} vs {spread['fastest']}), "
-            f"worker-hours {ratio(spread['worker_hours'])}"
-            + (f" at {think_time(think, source)}/step" if think else "")
-        )
-    notes += variant_lines(report["substrates"])
+    notes += environment_lines(report)
+    if (spread := spread_line(report)) is not None:
+        notes.append(spread)
+    notes += comparison_lines(substrates)
     for shared in report.get("shared_sandboxes") or []:
         notes.append(
             f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
             f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
         )
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         notes += fleet_lines(name, sub)
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         if sub.get("cost_usd") is not None:  # the substrate knows its price (ec2.price_per_hour)
             notes.append(
                 f"{name}: the projected worker-hours cost ${sub['cost_usd']:,.0f} "
@@ -124,16 +78,19 @@ def render_summary(report: dict) -> list[str]:
             reasons = "; ".join(f"{n}x {why}" for why, n in sub["failure_reasons"].items())
             success = 1 - sub["failures"] / sub["rollouts"]
             notes.append(f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}")
-        notes += few_samples_lines(name, sub)
+    notes += divergence_lines(substrates)
+    notes += not_run_lines(report)
+    notes += few_samples_lines(substrates)
     notes += control_plane_lines(report)
     for note in notes:
-        lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
+        lines += wrap(note, width)
     return lines
 
 
-def think_time(think: float, source: str) -> str:
-    """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
-    return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
+def wrap(note: str, width: int) -> list[str]:
+    """A note as lines no wider than ``width``, the later ones indented; never broken at a
+    hyphen (substrate names have them)."""
+    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)
 
 
 def fleet_lines(name: str, entry: dict) -> list[str]:
@@ -213,11 +170,11 @@ def control_plane_lines(report: dict) -> list[str]:
         )
         if part
     )
-    trips = "; ".join(
-        f"{name} {seconds(plane['rtt_s']) if plane['rtt_s'] is not None else 'failed'} "
-        f"({plane['endpoint']})"
-        for name, plane in planes.items()
-    )
+    by_endpoint: dict[str, list[str]] = {}
+    for name, plane in planes.items():
+        rtt = seconds(plane["rtt_s"]) if plane["rtt_s"] is not None else "failed"
+        by_endpoint.setdefault(plane["endpoint"], []).append(f"{name} {rtt}")
+    trips = "; ".join(f"{', '.join(named)} ({endpoint})" for endpoint, named in by_endpoint.items())
     lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
     for name, plane in planes.items():
         if plane["stand_in"]:
@@ -225,32 +182,6 @@ def control_plane_lines(report: dict) -> list[str]:
             lines.append(
                 f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
                 f"not the real {kind} service"
-            )
-    return lines
-
-
-#: The percentiles the summary table shows, per metric (the highest first).
-SHOWN_PERCENTILES = {
-    "cold_start": ("p95", "p50"),
-    "action": ("p95", "p50"),
-    "step": ("p50",),
-    "teardown": ("p50",),
-}
-
-
-def few_samples_lines(name: str, entry: dict) -> list[str]:
-    """A warning per metric whose shown percentile comes from too few samples."""
-    lines = []
-    for metric, shown in SHOWN_PERCENTILES.items():
-        samples = entry[metric]["n"] if entry.get(metric) else 0
-        if metric != "cold_start" and not samples:
-            continue  # not measured (no probes): shown as "-"
-        short = next((q for q in shown if samples < min_samples(q)), None)
-        if short is not None:
-            label = "cold-start" if metric == "cold_start" else metric
-            lines.append(
-                f"warning: {name} has {samples} {label} sample(s); a {short} needs "
-                f"{min_samples(short)} or more (run more rounds)"
             )
     return lines
 
@@ -281,38 +212,6 @@ def shares_line(name: str, entry: dict) -> str | None:
     return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
 
 
-def share(fraction: float) -> str:
-    """A share of a whole: ``84%``, ``3.6%``, ``0.1%``, ``<0.1%``, ``0%``."""
-    if fraction == 0:
-        return "0%"
-    if fraction < 0.001:
-        return "<0.1%"
-    return f"{fraction:.0%}" if fraction >= 0.1 else f"{fraction:.1%}"
-
-
-def variant_lines(substrates: dict[str, dict]) -> list[str]:
-    """For each kind run as several variants (e.g. ``docker`` and ``docker-session``), each
-    variant against the kind's baseline: its ``exec`` transport, else the first name."""
-    by_kind: dict[str, list[str]] = {}
-    for name, entry in substrates.items():
-        if entry.get("kind"):
-            by_kind.setdefault(entry["kind"], []).append(name)
-    lines = []
-    for names in by_kind.values():
-        exec_names = [n for n in names if substrates[n].get("transport") == "exec"] or names
-        base = substrates[baseline := exec_names[0]]
-        for name in names:
-            entry = substrates[name]
-            if name == baseline or not entry["action"] or not base["action"]:
-                continue
-            speed = entry["action"]["p50"] / base["action"]["p50"]
-            line = f"{name} vs {baseline}: action p50 {ratio(speed)}"
-            if entry["tax_hours"] is not None and base["tax_hours"] is not None:
-                line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
-            lines.append(line)
-    return lines
-
-
 def tax_cap_note(name: str, entry: dict) -> str | None:
     """The note for a substrate whose no-op probe is slower than its mean step, else None."""
     action, step = entry.get("action"), entry.get("step")
@@ -322,10 +221,6 @@ def tax_cap_note(name: str, entry: dict) -> str | None:
         f"note: {name}'s no-op probe ({seconds(action['mean'])}) is slower than its mean step "
         f"({seconds(step['mean'])}); its per-step tax is capped at the step"
     )
-
-
-def _pair(stats: dict | None) -> str:
-    return f"{seconds(stats['p50'])}/{seconds(stats['p95'])}" if stats else "-"
 
 
 def _stat(stats: dict | None, name: str) -> str:
