@@ -85,9 +85,11 @@ def summarize_substrate(
         "decomposition": project_decomposition(
             scale, cold, action, step, teardown, idle_s=idle_s, command_s=command_s
         ),
-        "command": command,
-        "divergence": divergence_of(samples),
     }
+    if command is not None:  # optional: a shape replay's recorded command time
+        entry["command"] = command
+    if (divergence := divergence_of(samples)) is not None:
+        entry["divergence"] = divergence
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
     if pool is not None:

@@ -203,10 +203,10 @@ SHOWN_PERCENTILES = {
 }
 #: How the sample-size warning names each metric's samples.
 SAMPLE_LABELS = {
-    "cold_start": "cold starts",
-    "action": "probes",
-    "step": "steps",
-    "teardown": "teardowns",
+    "cold_start": "cold start",
+    "action": "probe",
+    "step": "step",
+    "teardown": "teardown",
 }
 
 
@@ -228,7 +228,8 @@ def few_samples_lines(substrates: dict[str, dict]) -> list[str]:
             wanted = next((q for q in shown if samples < min_samples(q)), None)
             if wanted is not None:
                 lacks.append(
-                    f"{samples} {SAMPLE_LABELS[metric]} (a {wanted} needs {min_samples(wanted)})"
+                    f"{samples} {SAMPLE_LABELS[metric]}{'s' if samples > 1 else ''} "
+                    f"(a {wanted} needs {min_samples(wanted)})"
                 )
         if lacks:
             short.setdefault(", ".join(lacks), []).append(name)

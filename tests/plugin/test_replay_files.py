@@ -130,7 +130,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     mini = rollouts["fix", substrate]
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
-        "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
+        "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None, "divergence": None,
     }  # fmt: skip
     assert mini["planned_steps"] == 3
     for name, values in MINI_STEPS.items():
@@ -238,7 +238,9 @@ def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
     assert rollout["replay"]["recorded_steps"] == len(column(rollout, "kind")) == 35
     assert report["projection"]["think_time_source"] == "recorded"
     assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
-    result.stdout.fnmatch_lines(["*with 3.19s recorded think time per step*"])
+    result.stdout.fnmatch_lines(
+        ["think time: 3.19s per step, recorded in the replayed trajectories"]
+    )
     # the worker-hours decomposition's think term is the recorded think time
     local = report["substrates"]["local"]
     think_hours = 1_000_000 * 150 * local["think"]["mean"] / 3600
