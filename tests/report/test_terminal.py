@@ -113,9 +113,8 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
     assert report["substrates"]["docker-session"]["kind"] == "docker"
     assert report["substrates"]["docker-session"]["transport"] == "session"
     saved = (0.050 - 0.002) * 150 * 1_000_000 / 3600
-    lines = [
-        line for line in render_summary(report, width=200) if " vs " in line and "spread" not in line
-    ]
+    summary = render_summary(report, width=200)
+    lines = [line for line in summary if " vs " in line and "spread" not in line]
     assert lines == [
         f"docker-session vs docker, transport session vs exec: action p50 0.04x, tax-hours "
         f"-{saved:,.0f}"
