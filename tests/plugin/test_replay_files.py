@@ -157,7 +157,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert think["mean"] == pytest.approx((2 + 4 + 0 + 2 + 4 + 0) / 6)
     assert report["projection"]["think_time_source"] == "recorded"
     assert report["projection"]["think_time_s"] == pytest.approx(2.0)
-    result.stdout.fnmatch_lines(["*x 150 steps with 2s recorded think time per step; tax =*"])
+    result.stdout.fnmatch_lines(["think time: 2s per step, recorded in the replayed trajectories"])
 
 
 def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substrate(
