@@ -55,7 +55,8 @@ def comparison_lines(substrates: dict[str, dict]) -> list[str]:
                     continue
                 others = [a for a in differ if a != aspect]
                 if others:
-                    line += f" (its {' and '.join(others)} differ too)"
+                    verb = "differs" if len(others) == 1 else "differ"
+                    line += f" (its {' and '.join(others)} {verb} too)"
                 lines.append(line)
     return lines
 

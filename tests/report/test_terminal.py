@@ -321,3 +321,18 @@ def test_the_summary_states_round_trips_and_stand_ins():
         "real e2b service"
     ) in text
     assert "docker's figures come from" not in text
+
+
+def test_a_variant_differing_in_two_aspects_is_compared_on_each_and_says_so():
+    docker = variant("docker", "docker", "exec", 0.050)
+    both = variant("docker-both", "docker", "session", 0.002)
+    report = build_report([docker, both], Scale(), plugin_version="1", machine={}, commit=None)
+    report["substrates"]["docker-both"]["pool"] = {
+        "size": 2, "pools": 1, "hits": 1, "misses": 0, "idle_sandbox_s": 4.0, "creations": None,
+        "creation_failures": 0, "failure_reasons": {},
+    }  # fmt: skip
+    text = " ".join(line.strip() for line in render_summary(report, width=200))
+    assert "docker-both vs docker, transport session vs exec: action p50 0.04x" in text
+    assert "(its pool differs too)" in text and "(its transport differs too)" in text
+    assert "docker-both vs docker, pool of 2 vs none: cold start p50 250ms (claim) vs 250ms" in text
+    assert "idle 4s per rollout" in text
