@@ -261,7 +261,7 @@ def render(calibration: Calibration, label: str, substrates: Iterable[str]) -> l
         f"false-alarm rate (A/A):         {share(c.false_alarms)}",
         f"power at +{c.slowdown:.0%} slowdown:     {share(c.power)}",
         f"rounds for {POWER_TARGET:.0%} power at +{c.slowdown:.0%}: {rounds} "
-        f"(the run has {c.rounds}; never fewer than the noise test's {MIN_SAMPLES} a side)",
+        f"(the run has {c.rounds}; never below the noise test's {MIN_SAMPLES})",
     ]
     if c.advised_false_alarms is not None:
         lines.append(
