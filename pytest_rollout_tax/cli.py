@@ -18,12 +18,12 @@ from tabulate import tabulate
 from . import flags
 from .errors import RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
-from .gate.noise import ALPHA, MIN_SAMPLES
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
 from .page import plots
 from .report import merge
 from .report.files import check_report_path, write_json
+from .report.noise import ALPHA, MIN_SAMPLES
 from .report.sides import reproject
 from .report.terminal import render_summary
 

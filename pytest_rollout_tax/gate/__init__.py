@@ -1,1 +1,1 @@
-"""Saved runs and the gate on them: storage, comparison, noise, calibration, history."""
+"""Saved runs and the gate on them: storage, comparison, calibration, history."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..core.record import workload_of
 from ..errors import ConfigError
+from ..report.noise import MIN_SAMPLES
 from ..report.projection import Scale
 from ..report.sides import Side, rollout_samples, scale_of
 from .compare import Check, judge
@@ -99,6 +100,8 @@ class Calibration:
     rounds_for_95: int | None  #: None: not reached by MAX_ROUNDS
     checks: tuple[Check, ...]
     seed: int
+    #: The advice checked: the A/A false-alarm rate at ``rounds_for_95`` rounds (None without).
+    advised_false_alarms: Rates | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -107,6 +110,9 @@ class Calibration:
             "power": self.power.rate,
             "slowdown": self.slowdown,
             "rounds_for_95": self.rounds_for_95,
+            "false_alarm_rate_at_95": (
+                self.advised_false_alarms.rate if self.advised_false_alarms else None
+            ),
             "rounds": self.rounds,
             "max_rounds": MAX_ROUNDS,
             "seed": self.seed,
@@ -170,12 +176,16 @@ class Calibrator:
         return 2 * max(fractions)
 
     def rounds_for(self, slowdown: float, comparisons: int = SEARCH_COMPARISONS) -> int | None:
-        """The fewest rounds per workload with power >= POWER_TARGET at ``slowdown``."""
+        """The fewest rounds per workload with power >= POWER_TARGET at ``slowdown``, never
+        fewer than the noise test's MIN_SAMPLES: below them the threshold alone decides, and
+        its false alarms are not the gate's ALPHA."""
 
         def enough(rounds: int) -> bool:
             return self.rates(comparisons, slowdown, rounds).rate >= POWER_TARGET
 
-        low, high = 1, 2
+        if enough(MIN_SAMPLES):
+            return MIN_SAMPLES
+        low, high = MIN_SAMPLES, 2 * MIN_SAMPLES
         while not enough(high):
             if high >= MAX_ROUNDS:
                 return None
@@ -192,15 +202,17 @@ class Calibrator:
             slowdown = self.default_slowdown()
         false_alarms = self.rates(comparisons)
         power = self.rates(comparisons, slowdown)
+        advised = self.rounds_for(slowdown)
         return Calibration(
             comparisons=comparisons,
             false_alarms=false_alarms,
             power=power,
             slowdown=slowdown,
             rounds=self.rounds,
-            rounds_for_95=self.rounds_for(slowdown),
+            rounds_for_95=advised,
             checks=self.checks,
             seed=self.seed,
+            advised_false_alarms=self.rates(comparisons, rounds=advised) if advised else None,
         )
 
 
@@ -247,8 +259,12 @@ def render(calibration: Calibration, label: str, substrates: Iterable[str]) -> l
         f"false-alarm rate (A/A):         {share(c.false_alarms)}",
         f"power at +{c.slowdown:.0%} slowdown:     {share(c.power)}",
         f"rounds for {POWER_TARGET:.0%} power at +{c.slowdown:.0%}: {rounds} "
-        f"(the run has {c.rounds})",
+        f"(the run has {c.rounds}; never below the noise test's {MIN_SAMPLES})",
     ]
+    if c.advised_false_alarms is not None:
+        lines.append(
+            f"false-alarm rate (A/A) at {c.rounds_for_95} rounds: {share(c.advised_false_alarms)}"
+        )
     for check in c.checks:
         alarms, hits = c.false_alarms.by_check[check.text], c.power.by_check[check.text]
         lines.append(f"  {check.text}: false alarms {alarms / n:.1%}, power {hits / n:.1%}")

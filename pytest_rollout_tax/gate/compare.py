@@ -22,10 +22,10 @@ from tabulate import tabulate
 from ..core.record import workload_of
 from ..core.stats import STAT_NAMES, min_samples
 from ..errors import ConfigError
+from ..report.noise import Evidence, evidence
 from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
 from ..report.units import hours, percent, seconds, value
-from .noise import Evidence, evidence
 
 METRICS = (*SAMPLE_METRICS, "worker_hours")
 STATS = STAT_NAMES

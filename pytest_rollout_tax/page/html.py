@@ -16,23 +16,31 @@ from typing import Any
 from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
+from ..report import isolation
+from ..report.clients import client_lines
 from ..report.files import write_atomically
-from ..report.ranking import rank
+from ..report.lines import (
+    decision_lines,
+    divergence_lines,
+    environment_lines,
+    few_samples_lines,
+    header_lines,
+    not_run_lines,
+    ranked_names,
+    spread_line,
+)
 from ..report.sides import Side, decompose_entry, scale_of, sides
 from ..report.terminal import (
     control_plane_lines,
     cost_line,
-    few_samples_lines,
     fleet_lines,
-    headline,
     shared_sandbox_lines,
     shares_line,
-    spread_line,
     success_line,
     tax_cap_note,
-    variant_lines,
 )
 from ..report.units import hours, seconds
+from ..report.variants import comparison_lines
 from . import plots
 from .leaderboard import board, verdict_line
 from .markup import e, notes, table
@@ -61,7 +69,7 @@ def render(
     """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
     worker-hours overlaid, and ``verdict`` (the comparison's) shown first."""
     substrates = report["substrates"]
-    ranked = rank(report)
+    ranked = ranked_names(report)
     palette = plots.colors(ranked)
     scale = scale_of(report)
     now = sides(report, scale)
@@ -85,7 +93,8 @@ def render(
     sections.append(("machine", "Machine and commit", _machine(report)))
     sections = [section for section in sections if section[2]]
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
-    lead = f"{e(str(report.get('created', '')))} &middot; {e(headline(report))}"
+    lead = " ".join([e(str(report.get("created", ""))), "&middot;", *map(e, header_lines(report))])
+    decision = " ".join(map(e, decision_lines(report)))
     body = "\n".join(f'<section id="{anchor}">\n<h2>{name}</h2>\n{content}\n</section>'
                      for anchor, name, content in sections)  # fmt: skip
     return (
@@ -93,7 +102,7 @@ def render(
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-        f'<h1>{e(title)}</h1>\n<p class="lead">{lead}</p>\n'
+        f'<h1>{e(title)}</h1>\n<p class="decision">{decision}</p>\n<p class="lead">{lead}</p>\n'
         f"{_verdict(verdict, baseline_label)}\n<nav>{nav}</nav>\n"
         f"{body}\n</main>\n</body>\n</html>\n"
     )
@@ -107,7 +116,7 @@ def write(path: str | os.PathLike[str], page: str) -> Path:
 def fragment(report: dict, summary: Sequence[str]) -> str:
     """The run in a part of another page (pytest-html's): the leaderboard, the terminal summary
     and, where matplotlib is installed, the cold-start ECDF, phases and worker-hours figures."""
-    ranked = rank(report)
+    ranked = ranked_names(report)
     palette = plots.colors(ranked)
     parts = [
         '<div class="rollout-tax">',
@@ -173,8 +182,12 @@ def _leaderboard(
         entry = entries[name]
         found = (cost_line(name, entry), tax_cap_note(name, entry), success_line(name, entry))
         qualifiers += [line for line in found if line is not None]
-        qualifiers += few_samples_lines(name, entry)
+    qualifiers += environment_lines(report)
+    qualifiers += divergence_lines(entries)
+    qualifiers += not_run_lines(report)
+    qualifiers += few_samples_lines(entries)
     qualifiers += control_plane_lines(report)
+    qualifiers += client_lines(report)
     table_html = board(report, ranked, palette=palette, baseline=baseline, outcomes=outcomes)
     return f'{table_html}<p class="key">{key}</p>{notes(qualifiers)}'
 
@@ -200,8 +213,15 @@ def _figures(entries: Mapping[str, Any]) -> str:
 
 
 def _comparisons(report: dict) -> list[str]:
+    """The terminal's comparisons: the spread, variants like with like, runtimes, snapshots."""
     spread = spread_line(report)
-    return ([spread] if spread else []) + variant_lines(report["substrates"])
+    substrates = report["substrates"]
+    return [
+        *([spread] if spread else []),
+        *comparison_lines(substrates),
+        *isolation.runtime_lines(substrates),
+        *isolation.snapshot_lines(substrates),
+    ]
 
 
 def _figure(svg: str | None, caption: str) -> str:

@@ -10,6 +10,7 @@ main { max-width: 1000px; margin: 0 auto; padding: 12px 12px 40px; }
 h1 { font-size: 1.4em; margin: 0.4em 0 0.2em; overflow-wrap: anywhere; }
 h2 { font-size: 1.15em; margin: 1.4em 0 0.4em; border-bottom: 1px solid var(--line); }
 p.lead, figcaption, .muted, .key { color: var(--muted); }
+p.decision { font-size: 1.05em; font-weight: 600; margin: 0.2em 0 0.4em; }
 .key { font-size: 0.85em; }
 nav { margin: 0.4em 0; }
 nav a { margin-right: 0.8em; white-space: nowrap; }

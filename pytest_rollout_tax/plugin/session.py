@@ -21,7 +21,7 @@ from ..fleet.substrates import Substrates
 from ..gate import compare, history
 from ..page import html
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
-from ..report.build import Fleet, for_saving, summarize
+from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.files import write_json
 from ..report.machine import commit_info, machine_info
 from ..report.terminal import render_summary
@@ -146,7 +146,16 @@ class RolloutTaxSession:
             ),
             control_planes=self.control_planes,
             client=self.client.report(),
+            not_run=absent(self.settings.specs, self.aggregate.samples, self._why_not_run),
         )
+
+    def _why_not_run(self, name: str) -> str | None:
+        """Why a selected substrate that ran no rollout could not start one, if it could not."""
+        try:
+            self.substrates.get(name)
+        except RolloutTaxError as exc:
+            return reason_of(exc)
+        return None
 
     def _release(self) -> None:
         """Destroy unclaimed pooled sandboxes and whatever this session left, time the control

@@ -30,8 +30,13 @@ FILE_ERRORS = (FileNotFoundError, IsADirectoryError, NotADirectoryError, Permiss
 #: The exit status of a shell asked to run a command it cannot find.
 NOT_FOUND = 127
 #: Exact mode's kinds of divergent step: a harness tool the image lacks (SWE-agent's
-#: ``open``, ``edit``...), another command the image lacks (exit 127), a different exit code.
-DIVERGENCES = ("harness_tool", "not_found", "exit_code")
+#: ``open``, ``edit``...), another command the image lacks (exit 127), a different exit code,
+#: an output of another size.
+DIVERGENCES = ("harness_tool", "not_found", "exit_code", "output_size")
+#: An output size diverges when it is off by more than this share of the recorded size and
+#: by more than OUTPUT_SLACK bytes (a timestamp or a path in the output is no divergence).
+OUTPUT_SHARE = 0.5
+OUTPUT_SLACK = 64
 
 
 def harness_command(command: str) -> list[str]:
@@ -56,8 +61,9 @@ class ReplayInfo:
     recorded_steps: int
     #: Exact mode: steps that did not replay as recorded (None in shape mode).
     divergent_steps: int | None
-    #: Exact mode: ``divergent_steps`` by kind (DIVERGENCES; None in shape mode).
-    divergent_by_kind: dict[str, int] | None = field(default=None)
+    #: Exact mode: ``divergent_steps`` by kind (DIVERGENCES; a step can diverge in its exit
+    #: code and its output size at once); None in shape mode.
+    divergence: dict[str, int] | None = field(default=None)
     #: Whether the recording has each step's think time: ``recorded``, ``partial`` or
     #: ``unknown`` (the format records none: unknown, not 0).
     think_time: str = "unknown"
@@ -73,13 +79,15 @@ class ReplayInfo:
             trajectory_id=trajectory.trajectory_id,
             recorded_steps=len(trajectory.steps),
             divergent_steps=0 if exact else None,
-            divergent_by_kind=dict.fromkeys(DIVERGENCES, 0) if exact else None,
+            divergence=dict.fromkeys(DIVERGENCES, 0) if exact else None,
             think_time=think_known(trajectory),
         )
 
-    def diverged(self, kind: str) -> None:
+    def diverged(self, kinds: list[str]) -> None:
+        """Count one divergent step, of ``kinds``."""
         self.divergent_steps += 1
-        self.divergent_by_kind[kind] += 1
+        for kind in kinds:
+            self.divergence[kind] += 1
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,10 +112,12 @@ def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> Repl
             ) from None
         finally:
             _as_one_step(rollout, before, recorded)
-        kind = divergence(recorded, code) if mode == "exact" else None
-        if kind is not None:
-            info.diverged(kind)
-            rollout.replay = info.to_dict()
+        if mode == "exact":
+            made = rollout.steps[-1] if len(rollout.steps) > before else None
+            kinds = divergences(recorded, code, made.output_bytes if made else None)
+            if kinds:
+                info.diverged(kinds)
+                rollout.replay = info.to_dict()
     return info
 
 
@@ -120,18 +130,25 @@ def _run(sandbox: Sandbox, recorded: RecordedStep, mode: Mode) -> int:
     return sandbox.exec(harness_command(recorded.command)).exit_code
 
 
-def divergence(recorded: RecordedStep, replayed: int) -> str | None:
-    """How an exact replay's exit code departs from the recording (DIVERGENCES), or None. A
-    command the image cannot run (exit 127) diverges even where no code was recorded, and so
-    does a harness tool's step that fails where the recording has no code (SWE-agent records
-    none; a plain image may hold another program of the tool's name, as Debian's ``open``)."""
+def divergences(recorded: RecordedStep, replayed: int, output_bytes: int | None) -> list[str]:
+    """How an exact replay departs from the recording (DIVERGENCES): at most one of its exit
+    code's kinds, and its output size. A command the image cannot run (exit 127) diverges even
+    where no code was recorded, and so does a harness tool's step that fails where the
+    recording has no code (SWE-agent records none; a plain image may hold another program of
+    the tool's name, as Debian's ``open``)."""
+    kinds = []
     if recorded.tool is not None and replayed != 0 and recorded.exit_code is None:
-        return "harness_tool"  # 127: not installed; else another program of its name ran
-    if replayed == NOT_FOUND and recorded.exit_code != NOT_FOUND:
-        return "harness_tool" if recorded.tool is not None else "not_found"
-    if recorded.exit_code is not None and recorded.exit_code != replayed:
-        return "exit_code"
-    return None
+        kinds.append("harness_tool")  # 127: not installed; else another program of its name
+    elif replayed == NOT_FOUND and recorded.exit_code != NOT_FOUND:
+        kinds.append("harness_tool" if recorded.tool is not None else "not_found")
+    elif recorded.exit_code is not None and recorded.exit_code != replayed:
+        kinds.append("exit_code")
+    expected = recorded.output_bytes
+    if expected is not None and output_bytes is not None:
+        off = abs(output_bytes - expected)
+        if off > OUTPUT_SLACK and off > OUTPUT_SHARE * expected:
+            kinds.append("output_size")
+    return kinds
 
 
 def _failure(

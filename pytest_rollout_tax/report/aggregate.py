@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,10 +41,24 @@ class Samples:
     trajectory: array = field(default_factory=_samples)
     #: The recorded think time of every replayed step that has one.
     think: array = field(default_factory=_samples)
+    #: Shape-replayed steps with a recorded command time: that time, and the measured step's.
+    recorded: array = field(default_factory=_samples)
+    recorded_walls: array = field(default_factory=_samples)
     phases: dict[str, array] = field(default_factory=dict)
+    #: Exact replays: steps replayed and how many diverged, in all and by kind.
+    replayed_steps: int = 0
+    divergent_steps: int = 0
+    divergence: Counter = field(default_factory=Counter)
 
-    def add(self, record: dict[str, Any], walls: array, think: Iterable[float] = ()) -> None:
-        """Count ``record`` (a ``Rollout.to_dict()``) and append its samples."""
+    def add(
+        self,
+        record: dict[str, Any],
+        walls: array,
+        think: Iterable[float] = (),
+        recorded: Iterable[tuple[float, float]] = (),
+    ) -> None:
+        """Count ``record`` (a ``Rollout.to_dict()``) and append its samples; ``recorded``:
+        (recorded command time, measured step time) of its shape-replayed steps."""
         self.rollouts += 1
         self.failures += record["outcome"] in FAILED_OUTCOMES
         for metric in ("cold_start", "teardown", "trajectory"):
@@ -52,6 +67,14 @@ class Samples:
         self.action.extend(record["action_probes_s"])
         self.step.extend(walls)
         self.think.extend(think)
+        for command, wall in recorded:
+            self.recorded.append(command)
+            self.recorded_walls.append(wall)
+        replay = record.get("replay") or {}
+        if replay.get("mode") == "exact":
+            self.replayed_steps += len(walls)
+            self.divergent_steps += replay.get("divergent_steps") or 0
+            self.divergence.update(replay.get("divergence") or {})
         for name, value in record["phases"].items():
             self.phases.setdefault(name, _samples()).append(value)
 
@@ -134,7 +157,14 @@ class Aggregate:
         self.rows.append(row)
         walls = array("d", (wall / MICROSECONDS for wall in row.wall_us))
         think = (us / MICROSECONDS for us in step_column(steps, "think_us") if us is not None)
-        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think)
+        recorded = ()
+        if (fields.get("replay") or {}).get("mode") == "shape":
+            recorded = [
+                (us / MICROSECONDS, wall)
+                for us, wall in zip(step_column(steps, "recorded_us"), walls, strict=True)
+                if us is not None
+            ]
+        self.samples.setdefault(fields["substrate"], Samples()).add(fields, walls, think, recorded)
 
     def sorted_rows(self) -> list[Row]:
         """The rows in report order: by substrate, test and round."""

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, Rollout
+from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
 from ..core.stats import Stats
 from ..fleet import burst
 from ..fleet.pool import PoolStats
@@ -18,11 +19,14 @@ from .projection import (
     Scale,
     decompose,
     fleet_hours,
+    projected_step,
     rollout_seconds,
     spread,
+    step_overhead,
     tax_hours,
     worker_hours,
 )
+from .ranking import rank, rollout_units
 from .schema import SCHEMA
 
 
@@ -52,7 +56,10 @@ def summarize_substrate(
     scale = scale.with_recorded_think(think.mean if think else None)
     pool = fleet.pools.get(name)
     idle_s = pool.idle_per_claim_s if pool else 0.0  # a warm pool's idle sandbox-s per rollout
-    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle_s)
+    command = recorded_command(samples, action, step)
+    command_s = command["mean_s"] if command else None
+    step_s = projected_step_of(action, step, command_s)
+    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle_s, step_s=step_s)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
@@ -73,12 +80,18 @@ def summarize_substrate(
         "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
         "worker_hours": hours,
         "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step, idle_s=idle_s),
-        "decomposition": project_decomposition(scale, cold, action, step, teardown, idle_s=idle_s),
+        "decomposition": project_decomposition(
+            scale, cold, action, step, teardown, idle_s=idle_s, command_s=command_s
+        ),
     }
     if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
         entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
     if any(r.get("snapshot") for r in records):
         entry["snapshot"] = True
+    if command is not None:  # optional: a shape replay's recorded command time
+        entry["command"] = command
+    if (divergence := divergence_of(samples)) is not None:
+        entry["divergence"] = divergence
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
     if pool is not None:
@@ -91,6 +104,57 @@ def summarize_substrate(
     return entry
 
 
+def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> dict | None:
+    """The ``command`` entry of a substrate whose shape-replayed steps recorded their command
+    time: the command time per step the projection counts (recorded where the recording has
+    it, else the measured step less its overhead), or None (the measured steps count)."""
+    if not samples.recorded or step is None:
+        return None
+    overhead = step_overhead(action.mean, step.mean) if action else step.mean
+    known = len(samples.recorded)
+    unknown = math.fsum(samples.step) - math.fsum(samples.recorded_walls)
+    rest = max(unknown - (step.n - known) * overhead, 0.0)
+    return {
+        "source": "recorded",
+        "mean_s": (math.fsum(samples.recorded) + rest) / step.n,
+        "recorded_steps": known,
+        "steps": step.n,
+    }
+
+
+def projected_step_of(
+    action: Stats | None, step: Stats | None, command_s: float | None
+) -> float | None:
+    """The step time projected (``projection.projected_step``), or None without steps."""
+    if step is None:
+        return None
+    if command_s is not None and action is None:
+        return step.mean + command_s  # no probe: the whole measured step is the overhead
+    return projected_step(action.mean if action else 0.0, step.mean, command_s)
+
+
+def entry_step_s(entry: dict) -> float | None:
+    """A report entry's projected step time (its recorded command time, if it has one)."""
+    if not entry.get("step"):
+        return None
+    command = entry.get("command")
+    action = Stats.from_dict(entry["action"]) if entry.get("action") else None
+    return projected_step_of(
+        action, Stats.from_dict(entry["step"]), command["mean_s"] if command else None
+    )
+
+
+def divergence_of(samples: Samples) -> dict | None:
+    """The ``divergence`` entry of a substrate that replayed exactly, else None."""
+    if not samples.replayed_steps:
+        return None
+    return {
+        "replayed_steps": samples.replayed_steps,
+        "divergent_steps": samples.divergent_steps,
+        "kinds": {kind: n for kind, n in samples.divergence.most_common() if n},
+    }
+
+
 def project_worker_hours(
     scale: Scale,
     cold: Stats | None,
@@ -98,15 +162,17 @@ def project_worker_hours(
     teardown: Stats | None,
     *,
     idle_s: float = 0.0,
+    step_s: float | None = None,
 ) -> float | None:
     """Projected worker-hours from the means (plus a warm pool's idle time per rollout), or
-    None without a cold start and steps."""
+    None without a cold start and steps; ``step_s``: the projected step time, when it is not
+    the measured mean (:func:`projected_step_of`)."""
     if cold is None or step is None:
         return None
     return worker_hours(
         scale,
         cold_start_s=cold.mean,
-        step_s=step.mean,
+        step_s=step.mean if step_s is None else step_s,
         teardown_s=teardown.mean if teardown else 0.0,
         idle_s=idle_s,
     )
@@ -140,7 +206,7 @@ def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
     cold = (level or entry)["cold_start"]["mean"]
     teardown = entry["teardown"]["mean"] if entry.get("teardown") else 0.0
     per_rollout = rollout_seconds(
-        scale, cold_start_s=cold, step_s=entry["step"]["mean"], teardown_s=teardown
+        scale, cold_start_s=cold, step_s=entry_step_s(entry), teardown_s=teardown
     )
     wall, hours = fleet_hours(scale, workers, per_rollout, idle)
     return {
@@ -185,9 +251,10 @@ def project_decomposition(
     teardown: Stats | None,
     *,
     idle_s: float = 0.0,
+    command_s: float | None = None,
 ) -> dict[str, float] | None:
     """The report's ``decomposition`` (hours by part, adding up to the worker-hours), or None
-    without a cold start, probes and steps."""
+    without a cold start, probes and steps; ``command_s``: a recorded command time per step."""
     if cold is None or action is None or step is None:
         return None
     return decompose(
@@ -197,6 +264,7 @@ def project_decomposition(
         step_s=step.mean,
         teardown_s=teardown.mean if teardown else 0.0,
         idle_s=idle_s,
+        command_s=command_s,
     ).to_dict()
 
 
@@ -232,13 +300,15 @@ def summarize(
     fleet: Fleet | None = None,
     control_planes: dict[str, dict] | None = None,
     client: dict | None = None,
+    not_run: dict[str, str] | None = None,
 ) -> dict:
-    """The whole report: per-substrate summaries, the spread, and every rollout's raw samples.
+    """The whole report: per-substrate summaries, the spread, the ranking, and every rollout's
+    raw samples.
 
     ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
     step columns its items carry. ``control_planes`` (per substrate, ``ControlPlane.to_dict()``)
     go into the substrates' entries; ``client`` (shard, workload, saturation) is the report's
-    ``client``.
+    ``client``; ``not_run``: selected substrates that ran no rollout, and why.
     """
     recorded = aggregate.sorted_rows()
     scale = resolve_steps(scale, recorded)
@@ -271,6 +341,8 @@ def summarize(
         },
         "substrates": substrates,
         "spread": spread_of(substrates),
+        "ranking": rank(substrates, rollout_units(_unit_rows(recorded), scale), scale),
+        "not_run": dict(not_run or {}),
         "shared_sandboxes": shared_sandboxes(recorded),
         "rollouts": RolloutRows(recorded, STEP_CHOICES[steps]),
     }
@@ -300,12 +372,38 @@ def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
 
 
 def spread_of(substrates: dict[str, dict]) -> dict | None:
-    """The report's ``spread`` entry from its ``substrates`` entries."""
+    """The report's ``spread`` entry from its ``substrates`` entries: the cold-start pair
+    (``fastest``, ``slowest``) and the worker-hours pair (``cheapest``, ``dearest``)."""
     result = spread(
         {n: s["cold_start"]["p50"] for n, s in substrates.items() if s["cold_start"]},
         {n: s["worker_hours"] for n, s in substrates.items() if s["worker_hours"] is not None},
     )
     return result.to_dict() if result else None
+
+
+def _unit_rows(rows: list[Row]) -> Iterable[tuple[str, float | None, list[float], float | None]]:
+    """Each row as ``ranking.rollout_units`` takes it: substrate, cold start, step walls (s),
+    teardown."""
+    for row in rows:
+        fields = row.fields
+        walls = [wall / MICROSECONDS for wall in row.wall_us]
+        yield fields["substrate"], fields["cold_start_s"], walls, fields["teardown_s"]
+
+
+def absent(
+    selected: Iterable[str], measured: Iterable[str], why: Callable[[str], str | None]
+) -> dict[str, str]:
+    """The report's ``not_run``: each selected substrate with no rollout, and why (``why``'s
+    answer, else that no collected test ran on it)."""
+    ran = set(measured)
+    return {name: why(name) or NO_TEST_REASON for name in selected if name not in ran}
+
+
+#: Why a selected substrate that could start sandboxes ran none.
+NO_TEST_REASON = (
+    "no rollout ran on it (no selected test runs there: the trajectory marker's substrates=, "
+    "-k or --deselect)"
+)
 
 
 def shared_sandboxes(rows: list[Row]) -> list[dict]:

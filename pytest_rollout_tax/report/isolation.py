@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..core.record import MICROSECONDS, workload_of
 from .aggregate import Row
 from .projection import SECONDS_PER_HOUR, Scale, step_overhead
+from .units import seconds
 
 #: The runtime every other runtime is measured against.
 DEFAULT_RUNTIME = "runc"
-MICROSECONDS = 1e6
 
 
 def reference_of(name: str, substrates: dict[str, dict], *, snapshot: bool = False) -> str | None:
@@ -32,17 +33,13 @@ def reference_of(name: str, substrates: dict[str, dict], *, snapshot: bool = Fal
     return min(found, key=lambda other: (other != entry.get("kind"), other), default=None)
 
 
-def workload_of(fields: dict) -> str:
-    """The test a rollout ran, without its substrate and round: the same on every substrate."""
-    tag = f"{fields['substrate']}-{fields['round']}"
-    return fields["test"].replace(f"[{tag}]", "").replace(f"-{tag}]", "]").replace(f"[{tag}-", "[")
-
-
 def command_means(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:
     """Each test's mean step wall time in seconds and its number of steps."""
     totals: dict[str, list[float]] = {}
     for row in rows:
-        total = totals.setdefault(workload_of(row.fields), [0.0, 0])
+        fields = row.fields
+        workload = workload_of(fields["test"], fields["substrate"], fields["round"])
+        total = totals.setdefault(workload, [0.0, 0])
         total[0] += sum(row.wall_us) / MICROSECONDS
         total[1] += len(row.wall_us)
     return {test: (wall / count, int(count)) for test, (wall, count) in totals.items() if count}
@@ -144,19 +141,19 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
             continue
         phases = entry.get("phases") or {}
         once = [
-            f"{label} {_seconds(phases[phase]['mean'])}"
+            f"{label} {seconds(phases[phase]['mean'])}"
             for phase, label in (("template", "prepare"), ("checkpoint", "checkpoint"))
             if phases.get(phase)
         ]
         cost = f"; once per test and worker: {' + '.join(once)}" if once else ""
         reference = reference_of(name, substrates, snapshot=True)
         plain = substrates[reference]["cold_start"] if reference else None
-        restored = _seconds(entry["cold_start"]["p50"])
+        restored = seconds(entry["cold_start"]["p50"])
         if plain:
             speed = entry["cold_start"]["p50"] / plain["p50"]
             lines.append(
                 f"{name} vs {reference}: cold start {speed:.2g}x ({restored} restored vs "
-                f"{_seconds(plain['p50'])} prepared){cost}"
+                f"{seconds(plain['p50'])} prepared){cost}"
             )
         else:
             lines.append(f"{name}: cold start {restored} restored (no plain variant){cost}")
@@ -167,7 +164,3 @@ def _ratio(mine: dict | None, theirs: dict | None, stat: str) -> str:
     if not mine or not theirs or not theirs[stat]:
         return "-"
     return f"{mine[stat] / theirs[stat]:.2g}x"
-
-
-def _seconds(value: float) -> str:
-    return f"{value * 1e3:.0f}ms" if value < 1 else f"{value:.2f}s"

@@ -95,6 +95,13 @@ def step_overhead(action_s: float, step_s: float | None = None) -> float:
     return action_s if step_s is None else min(action_s, step_s)
 
 
+def projected_step(action_s: float, step_s: float, command_s: float | None = None) -> float:
+    """The step time the projection counts: the measured step, or, when the command time is
+    known apart (a shape replay's recorded command time), the substrate's part of the measured
+    step (:func:`step_overhead`) plus that command time."""
+    return step_s if command_s is None else step_overhead(action_s, step_s) + command_s
+
+
 def tax_hours(
     scale: Scale,
     *,
@@ -152,17 +159,21 @@ def decompose(
     step_s: float,
     teardown_s: float,
     idle_s: float = 0.0,
+    command_s: float | None = None,
 ) -> Decomposition:
     """Split :func:`worker_hours` into its parts, the per-step tax as :func:`tax_hours` counts it.
 
     ``idle_s``: a warm pool's idle sandbox-seconds per rollout (0 without a pool).
+    ``command_s``: the command time per step when it is not the measured step's rest (a shape
+    replay's recorded command time, :func:`projected_step`); ``step_s`` is the measured step.
     """
     per_hour = scale.rollouts / SECONDS_PER_HOUR
     overhead = step_overhead(action_s, step_s)
+    command = step_s - overhead if command_s is None else command_s
     return Decomposition(
         cold_start=cold_start_s * per_hour,
         overhead=scale.steps * overhead * per_hour,
-        command=scale.steps * (step_s - overhead) * per_hour,
+        command=scale.steps * command * per_hour,
         think=scale.steps * scale.think_time_s * per_hour,
         teardown=teardown_s * per_hour,
         idle=idle_s * per_hour,
@@ -181,20 +192,18 @@ def added_hours(
 
 @dataclass(frozen=True)
 class Spread:
-    """Slowest over fastest substrate, by cold-start p50 and by projected worker-hours."""
+    """Two pairs, each named: the slowest substrate's cold-start p50 over the fastest's, and the
+    dearest substrate's projected worker-hours over the cheapest's."""
 
     cold_start_p50: float
-    worker_hours: float
     fastest: str
     slowest: str
+    worker_hours: float
+    cheapest: str
+    dearest: str
 
     def to_dict(self) -> dict:
-        return {
-            "cold_start_p50": self.cold_start_p50,
-            "worker_hours": self.worker_hours,
-            "fastest": self.fastest,
-            "slowest": self.slowest,
-        }
+        return dataclasses.asdict(self)
 
 
 def spread(cold_start_p50: dict[str, float], hours: dict[str, float]) -> Spread | None:
@@ -204,9 +213,13 @@ def spread(cold_start_p50: dict[str, float], hours: dict[str, float]) -> Spread 
         return None
     fastest = min(names, key=lambda name: cold_start_p50[name])
     slowest = max(names, key=lambda name: cold_start_p50[name])
+    cheapest = min(names, key=lambda name: hours[name])
+    dearest = max(names, key=lambda name: hours[name])
     return Spread(
         cold_start_p50=cold_start_p50[slowest] / cold_start_p50[fastest],
-        worker_hours=max(hours[n] for n in names) / min(hours[n] for n in names),
         fastest=fastest,
         slowest=slowest,
+        worker_hours=hours[dearest] / hours[cheapest],
+        cheapest=cheapest,
+        dearest=dearest,
     )

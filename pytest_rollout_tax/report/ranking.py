@@ -1,16 +1,94 @@
-"""The order substrates are ranked in: cheapest projected worker-hours first."""
+"""The substrates ranked by projected worker-hours, cheapest first, each difference from the
+cheapest put to the gate's own noise test (``report.noise``)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
+
+from ..core.record import step_walls
+from .noise import evidence
+from .projection import SECONDS_PER_HOUR, Scale
+
+#: What the noise test said of a substrate's difference from the cheapest.
+RESOLVED = "resolved"  #: credible: p < ALPHA
+WITHIN_NOISE = "within noise"  #: the run cannot tell the two apart
+UNTESTED = "untested"  #: too few rollouts a side for the test to run
 
 
-def rank(report: dict) -> list[str]:
-    """The report's substrate names by ``worker_hours`` ascending, ties by name; a substrate
-    without worker-hours (no cold start or no steps) last, by name."""
+def rollout_units(
+    rows: Iterable[tuple[str, float | None, Sequence[float], float | None]], scale: Scale
+) -> dict[str, list[float]]:
+    """Each substrate's rollouts as the noise test's units: a rollout's projected worker
+    seconds, ``cold + S * mean step + teardown``, from (substrate, cold start, step walls,
+    teardown) in seconds. Rollouts without a cold start or steps give none."""
+    units: dict[str, list[float]] = {}
+    for substrate, cold, walls, teardown in rows:
+        if cold is None or not walls:
+            continue
+        seconds = cold + (scale.steps or 0) * math.fsum(walls) / len(walls) + (teardown or 0.0)
+        units.setdefault(substrate, []).append(seconds)
+    return units
 
-    def key(name: str) -> tuple[float, str]:
-        hours = report["substrates"][name].get("worker_hours")
-        return (math.inf if hours is None else hours, name)
 
-    return sorted(report["substrates"], key=key)
+def report_units(report: dict, scale: Scale) -> dict[str, list[float]]:
+    """:func:`rollout_units` of a whole report's ``rollouts[]`` (a saved run) at ``scale``."""
+    rows = (
+        (item["substrate"], item.get("cold_start_s"), step_walls(item.get("steps")),
+         item.get("teardown_s"))
+        for item in report.get("rollouts", ())
+    )  # fmt: skip
+    return rollout_units(rows, scale)
+
+
+def rank(substrates: dict[str, dict], units: dict[str, list[float]], scale: Scale) -> list[dict]:
+    """The report's ``ranking``: every substrate, cheapest projected worker-hours first.
+
+    Each item: ``substrate``, ``worker_hours``, ``tax_hours``, ``ratio`` (its worker-hours over
+    the cheapest's), ``noise`` (``resolved``, ``within noise``, ``untested``; None for the
+    cheapest) and ``why`` (the noise test's own words). The test compares the rollouts' worker
+    seconds, each substrate's shifted so that their mean is its projected rollout (think
+    time, recorded command time and pool idle included), with the cheapest's.
+    """
+    priced = sorted(
+        (n for n, e in substrates.items() if e.get("worker_hours")),
+        key=lambda n: (substrates[n]["worker_hours"], n),
+    )
+    unpriced = sorted(n for n in substrates if n not in priced)
+    if not priced:
+        return [_item(name, substrates[name], None) for name in unpriced]
+    cheapest = priced[0]
+    shifted = {name: _shifted(units.get(name, []), substrates[name], scale) for name in priced}
+    ranking = [_item(cheapest, substrates[cheapest], 1.0)]
+    for name in priced[1:]:
+        item = _item(
+            name, substrates[name], substrates[name]["worker_hours"] / ranking[0]["worker_hours"]
+        )
+        found = evidence(shifted[cheapest], shifted[name])
+        if found.p_value is None:
+            item["noise"] = UNTESTED
+        else:
+            item["noise"] = RESOLVED if found.credible else WITHIN_NOISE
+        item["why"] = found.why
+        ranking.append(item)
+    return ranking + [_item(name, substrates[name], None) for name in unpriced]
+
+
+def _item(name: str, entry: dict, ratio: float | None) -> dict:
+    return {
+        "substrate": name,
+        "worker_hours": entry.get("worker_hours"),
+        "tax_hours": entry.get("tax_hours"),
+        "ratio": ratio,
+        "noise": None,
+        "why": None,
+    }
+
+
+def _shifted(units: list[float], entry: dict, scale: Scale) -> list[float]:
+    """``units`` moved so that their mean is the entry's projected seconds per rollout."""
+    if not units:
+        return []
+    target = entry["worker_hours"] * SECONDS_PER_HOUR / scale.rollouts
+    shift = target - math.fsum(units) / len(units)
+    return [unit + shift for unit in units]

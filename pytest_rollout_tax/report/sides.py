@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..core.record import step_walls
 from ..core.stats import Stats
 from .build import (
+    entry_step_s,
     pool_idle_per_rollout,
     project_decomposition,
     project_fleet,
@@ -18,6 +19,7 @@ from .build import (
     spread_of,
 )
 from .projection import Scale
+from .ranking import rank, report_units
 from .schema import SAMPLE_METRICS
 
 
@@ -101,7 +103,9 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     idle_s = pool_idle_per_rollout(entry)
     scale = entry_scale(entry, scale)
     return (
-        project_worker_hours(scale, cold, stats["step"], teardown, idle_s=idle_s),
+        project_worker_hours(
+            scale, cold, stats["step"], teardown, idle_s=idle_s, step_s=entry_step_s(entry)
+        ),
         project_tax_hours(
             scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
         ),
@@ -118,6 +122,7 @@ def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
         stats["step"],
         stats["teardown"],
         idle_s=pool_idle_per_rollout(entry),
+        command_s=command["mean_s"] if (command := entry.get("command")) else None,
     )
 
 
@@ -195,4 +200,5 @@ def reproject(
             hours = entry["worker_hours"]
             entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
     result["spread"] = spread_of(result["substrates"])
+    result["ranking"] = rank(result["substrates"], report_units(result, scale), scale)
     return result

@@ -1,109 +1,74 @@
-"""The terminal summary: one table row per substrate, then the lines that qualify it."""
+"""The terminal summary: the decision first, then the ranked table and the lines that qualify
+it. Each line comes from a function the HTML page calls too, so both say the same."""
 
 from __future__ import annotations
 
+import shutil
 import textwrap
 
-from tabulate import tabulate
-
-from ..core.stats import min_samples
 from ..fleet import burst
 from . import isolation
 from .clients import client_lines
-from .units import PART_LABELS, hours, ratio, seconds, share
-
-#: The summary fits a terminal this wide.
-WIDTH = 100
-
-HEADERS = (
-    "substrate",
-    "rollouts",
-    "failed",
-    "cold start\np50/p95",
-    "action\np50/p95",
-    "step\np50",
-    "teardown\np50",
-    "worker\nhours",
-    "tax\nhours",
+from .lines import (
+    decision_lines,
+    divergence_lines,
+    environment_lines,
+    few_samples_lines,
+    header_lines,
+    not_run_lines,
+    ranked_names,
+    spread_line,
 )
+from .table import table_lines
+from .units import PART_LABELS, hours, seconds, share
+from .variants import comparison_lines
+
+#: The summary is at least this wide, wider on a wider terminal (``COLUMNS``).
+MIN_WIDTH = 80
 
 
-def render_summary(report: dict) -> list[str]:
-    """The lines of the end-of-session summary: one table row per substrate, then notes."""
-    lines = textwrap.wrap(headline(report), width=WIDTH)
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` when set), never below MIN_WIDTH."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
+
+
+def render_summary(report: dict, width: int | None = None) -> list[str]:
+    """The lines of the end-of-session summary: the decision, the projection's terms, one
+    table row per substrate (cheapest first), then notes; no line wider than ``width`` (None:
+    the terminal's) where the table can narrow to it."""
+    width = width or terminal_width()
+    substrates = report["substrates"]
+    lines = []
+    for note in [*decision_lines(report), *header_lines(report)]:
+        lines += wrap(note, width)
+    lines += table_lines([(name, substrates[name]) for name in ranked_names(report)], width)
     notes = []
-    rows = []
-    for name, sub in report["substrates"].items():
-        rows.append(
-            [
-                name,
-                sub["rollouts"],
-                sub["failures"],
-                _pair(sub["cold_start"]),
-                _pair(sub["action"]),
-                _stat(sub["step"], "p50"),
-                _stat(sub["teardown"], "p50"),
-                hours(sub["worker_hours"]),
-                hours(sub["tax_hours"]),
-            ]
-        )
-    lines += tabulate(
-        rows,
-        headers=HEADERS,
-        tablefmt="simple",
-        colalign=("left",) + ("right",) * (len(HEADERS) - 1),
-    ).splitlines()
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         if (shares := shares_line(name, sub)) is not None:
             notes.append(shares)
+    notes += environment_lines(report)
     if (spread := spread_line(report)) is not None:
         notes.append(spread)
-    notes += variant_lines(report["substrates"])
-    notes += isolation.runtime_lines(report["substrates"])
-    notes += isolation.snapshot_lines(report["substrates"])
+    notes += comparison_lines(substrates)
+    notes += isolation.runtime_lines(substrates)
+    notes += isolation.snapshot_lines(substrates)
     notes += shared_sandbox_lines(report)
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         notes += fleet_lines(name, sub)
-    for name, sub in report["substrates"].items():
+    for name, sub in substrates.items():
         notes += [
             line
             for line in (cost_line(name, sub), tax_cap_note(name, sub), success_line(name, sub))
             if line is not None
         ]
-        notes += few_samples_lines(name, sub)
+    notes += divergence_lines(substrates)
+    notes += not_run_lines(report)
+    notes += few_samples_lines(substrates)
     notes += control_plane_lines(report)
     notes += client_lines(report)
     for note in notes:
-        lines += textwrap.wrap(note, width=WIDTH, subsequent_indent="    ")
+        lines += wrap(note, width)
     return lines
-
-
-def headline(report: dict) -> str:
-    """What the hours are projected for, and with which think time."""
-    projection = report["projection"]
-    think = projection["think_time_s"]
-    source = projection.get("think_time_source", "option")
-    return (
-        f"hours projected for {projection['rollouts']:,} rollouts x {projection['steps']} steps"
-        + (f" with {think_time(think, source)} per step" if think else "")
-        + "; tax = substrate overhead only"
-    )
-
-
-def spread_line(report: dict) -> str | None:
-    """The spread between substrates (None with fewer than two)."""
-    spread = report["spread"]
-    if not spread:
-        return None
-    projection = report["projection"]
-    think = projection["think_time_s"]
-    source = projection.get("think_time_source", "option")
-    return (
-        f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
-        f"({spread['slowest']} vs {spread['fastest']}), "
-        f"worker-hours {ratio(spread['worker_hours'])}"
-        + (f" at {think_time(think, source)}/step" if think else "")
-    )
 
 
 def shared_sandbox_lines(report: dict) -> list[str]:
@@ -134,9 +99,10 @@ def success_line(name: str, entry: dict) -> str | None:
     return f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}"
 
 
-def think_time(think: float, source: str) -> str:
-    """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
-    return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
+def wrap(note: str, width: int) -> list[str]:
+    """A note as lines no wider than ``width``, the later ones indented; never broken at a
+    hyphen (substrate names have them)."""
+    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)
 
 
 def fleet_lines(name: str, entry: dict) -> list[str]:
@@ -216,11 +182,11 @@ def control_plane_lines(report: dict) -> list[str]:
         )
         if part
     )
-    trips = "; ".join(
-        f"{name} {seconds(plane['rtt_s']) if plane['rtt_s'] is not None else 'failed'} "
-        f"({plane['endpoint']})"
-        for name, plane in planes.items()
-    )
+    by_endpoint: dict[str, list[str]] = {}
+    for name, plane in planes.items():
+        rtt = seconds(plane["rtt_s"]) if plane["rtt_s"] is not None else "failed"
+        by_endpoint.setdefault(plane["endpoint"], []).append(f"{name} {rtt}")
+    trips = "; ".join(f"{', '.join(named)} ({endpoint})" for endpoint, named in by_endpoint.items())
     lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
     for name, plane in planes.items():
         if plane["stand_in"]:
@@ -228,32 +194,6 @@ def control_plane_lines(report: dict) -> list[str]:
             lines.append(
                 f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
                 f"not the real {kind} service"
-            )
-    return lines
-
-
-#: The percentiles the summary table shows, per metric (the highest first).
-SHOWN_PERCENTILES = {
-    "cold_start": ("p95", "p50"),
-    "action": ("p95", "p50"),
-    "step": ("p50",),
-    "teardown": ("p50",),
-}
-
-
-def few_samples_lines(name: str, entry: dict) -> list[str]:
-    """A warning per metric whose shown percentile comes from too few samples."""
-    lines = []
-    for metric, shown in SHOWN_PERCENTILES.items():
-        samples = entry[metric]["n"] if entry.get(metric) else 0
-        if metric != "cold_start" and not samples:
-            continue  # not measured (no probes): shown as "-"
-        short = next((q for q in shown if samples < min_samples(q)), None)
-        if short is not None:
-            label = "cold-start" if metric == "cold_start" else metric
-            lines.append(
-                f"warning: {name} has {samples} {label} sample(s); a {short} needs "
-                f"{min_samples(short)} or more (run more rounds)"
             )
     return lines
 
@@ -273,31 +213,6 @@ def shares_line(name: str, entry: dict) -> str | None:
     return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
 
 
-def variant_lines(substrates: dict[str, dict]) -> list[str]:
-    """For each kind run as several variants (e.g. ``docker`` and ``docker-session``), each
-    variant against the kind's baseline: its ``exec`` transport, else the first name."""
-    by_kind: dict[str, list[str]] = {}
-    for name, entry in substrates.items():
-        if entry.get("kind"):
-            by_kind.setdefault(entry["kind"], []).append(name)
-    lines = []
-    for names in by_kind.values():
-        exec_names = [n for n in names if substrates[n].get("transport") == "exec"] or names
-        base = substrates[baseline := exec_names[0]]
-        for name in names:
-            entry = substrates[name]
-            if name == baseline or not entry["action"] or not base["action"]:
-                continue
-            if "isolation" in entry:  # another runtime: isolation.runtime_lines compares it
-                continue
-            speed = entry["action"]["p50"] / base["action"]["p50"]
-            line = f"{name} vs {baseline}: action p50 {ratio(speed)}"
-            if entry["tax_hours"] is not None and base["tax_hours"] is not None:
-                line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
-            lines.append(line)
-    return lines
-
-
 def tax_cap_note(name: str, entry: dict) -> str | None:
     """The note for a substrate whose no-op probe is slower than its mean step, else None."""
     action, step = entry.get("action"), entry.get("step")
@@ -307,10 +222,6 @@ def tax_cap_note(name: str, entry: dict) -> str | None:
         f"note: {name}'s no-op probe ({seconds(action['mean'])}) is slower than its mean step "
         f"({seconds(step['mean'])}); its per-step tax is capped at the step"
     )
-
-
-def _pair(stats: dict | None) -> str:
-    return f"{seconds(stats['p50'])}/{seconds(stats['p95'])}" if stats else "-"
 
 
 def _stat(stats: dict | None, name: str) -> str:

@@ -7,6 +7,10 @@ import io
 import json
 import math
 import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from statistics import NormalDist
 
 import pytest
@@ -17,10 +21,11 @@ from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.gate import calibrate
 from pytest_rollout_tax.gate.calibrate import Calibrator, populations, wilson
 from pytest_rollout_tax.gate.compare import Check
-from pytest_rollout_tax.gate.noise import ALPHA
 from pytest_rollout_tax.report.build import build_report
+from pytest_rollout_tax.report.noise import ALPHA, MIN_SAMPLES
 from pytest_rollout_tax.report.projection import Scale
 
+EXAMPLE_SUITE = Path(__file__).resolve().parents[2] / "example_suite"
 SIGMA = 0.3  #: the log-normal cold starts' shape
 
 
@@ -222,3 +227,33 @@ def test_calibrate_a_missing_run_is_exit_4(tmp_path, monkeypatch):
     status, _, err = cli("calibrate", "nope", "--fail", "cold_start.p50:10%")
     assert status == 4
     assert "RUN" in err
+
+
+# -- its advice, on a real run -----------------------------------------------------------------
+
+
+def test_the_advised_rounds_are_ones_the_gate_can_judge_on_a_real_run(tmp_path):
+    """A 6-round run of the example bug fix on local; a wide threshold makes 95% power cheap.
+    The advice never goes below the noise test's minimum a side, and A/A resamples at the
+    advised rounds fail no more often than the gate's ALPHA (its 99% interval reaches it);
+    below the minimum, the threshold alone decides and fails far more often."""
+    shutil.copytree(EXAMPLE_SUITE, tmp_path / "example_suite")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+         "example_suite/test_swe_bugfix.py", "--rollout-rounds=6", "--rollout-json=run.json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "run.json").read_text())
+    checks = [Check.parse("cold_start.p50:0%"), Check.parse("step.p50:0%")]
+    calibrator = Calibrator(report, checks, seed=5)
+    result = calibrator.run(500, slowdown=1.0)
+    assert result.rounds_for_95 is not None and result.rounds_for_95 >= MIN_SAMPLES
+    rerun = Calibrator(report, checks, seed=6).rates(1000, rounds=result.rounds_for_95)
+    low, _ = wilson(rerun.alarms, 1000, z=2.576)
+    assert low <= len(checks) * ALPHA, rerun.rate  # any of 2 checks at ALPHA each
+    assert result.advised_false_alarms is not None
+    below = Calibrator(report, checks, seed=6).rates(1000, rounds=2)
+    assert below.rate > 2 * rerun.rate  # what the old advice of 2 rounds would have given
+    lines = calibrate.render(result, "run", calibrator.populations)
+    assert f"false-alarm rate (A/A) at {result.rounds_for_95} rounds: " in "\n".join(lines)

@@ -23,15 +23,10 @@ from pytest_rollout_tax.page import html as html_report
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, build_report, summarize
+from pytest_rollout_tax.report.lines import few_samples_lines, ranked_names
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.ranking import rank
-from pytest_rollout_tax.report.terminal import (
-    burst_line,
-    few_samples_lines,
-    fleet_lines,
-    shares_line,
-    variant_lines,
-)
+from pytest_rollout_tax.report.terminal import burst_line, fleet_lines, shares_line
+from pytest_rollout_tax.report.variants import comparison_lines
 
 MACHINE = {"cpu_count": 2, "python": "3.11.7", "platform": "Linux-x86_64"}
 COMMIT = {"sha": "0123456789abcdef0123", "branch": "main", "dirty": True}
@@ -129,7 +124,7 @@ def rendered(request, tmp_path_factory) -> tuple[dict, str, Rendered, int]:
 def test_the_leaderboard_ranks_as_the_json_and_comes_first(rendered) -> None:
     report, _page, shown, _width = rendered
     by_hours = sorted(report["substrates"], key=lambda n: report["substrates"][n]["worker_hours"])
-    assert rank(report) == by_hours
+    assert ranked_names(report) == by_hours
     assert [row["name"].lstrip("0123456789") for row in shown.board] == by_hours
     assert shown.sections[0] == "leaderboard"
     first_plot = min(svg["top"] for svg in shown.svgs)
@@ -224,10 +219,10 @@ def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> N
         assert f'<section id="{section}">' in page
     substrates = report["substrates"]
     expected = [
-        *variant_lines(substrates),  # docker-session vs docker
+        *comparison_lines(substrates),  # docker-session vs docker
         burst_line("docker", substrates["docker"]["burst"]),
         *fleet_lines("docker-session", substrates["docker-session"]),  # pool and fleet
-        *[line for n, s in substrates.items() for line in few_samples_lines(n, s)],
+        *few_samples_lines(substrates),
         *[line for n, s in substrates.items() if (line := shares_line(n, s))],
     ]
     for line in expected:

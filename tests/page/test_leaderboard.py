@@ -8,7 +8,7 @@ import re
 from support.reports import report, rollouts
 
 from pytest_rollout_tax.page import leaderboard
-from pytest_rollout_tax.report.ranking import rank
+from pytest_rollout_tax.report.lines import ranked_names
 
 
 def three() -> dict:
@@ -19,10 +19,10 @@ def three() -> dict:
 
 def test_rank_is_by_worker_hours_then_name_with_the_unmeasured_last() -> None:
     found = three()
-    assert rank(found) == ["fast", "mid", "slow"]
+    assert ranked_names(found) == ["fast", "mid", "slow"]
     tied = {"substrates": {"b": {"worker_hours": 1.0}, "a": {"worker_hours": 1.0},
                            "c": {"worker_hours": None}}}  # fmt: skip
-    assert rank(tied) == ["a", "b", "c"]
+    assert ranked_names(tied) == ["a", "b", "c"]
 
 
 def test_a_time_column_has_one_unit_chosen_by_its_smallest_value() -> None:
@@ -35,7 +35,7 @@ def test_a_time_column_has_one_unit_chosen_by_its_smallest_value() -> None:
 
 def test_each_column_marks_its_best_and_worst() -> None:
     found = three()
-    page = leaderboard.board(found, rank(found), palette={})
+    page = leaderboard.board(found, ranked_names(found), palette={})
     headers = re.findall(r"<th>([^<]*)</th>", page)
     assert headers[:3] == ["substrate", "worker-hours", "vs cheapest"]
     assert "cold start p50 (ms)" in headers  # the unit once, in the header

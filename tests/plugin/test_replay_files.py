@@ -144,7 +144,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
         "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
-        "divergent_by_kind": None, "think_time": "recorded",
+        "divergence": None, "think_time": "recorded",
     }  # fmt: skip
     assert mini["planned_steps"] == 3
     for name, values in MINI_STEPS.items():
@@ -171,7 +171,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert think["mean"] == pytest.approx((2 + 4 + 0 + 2 + 4 + 0) / 6)
     assert report["projection"]["think_time_source"] == "recorded"
     assert report["projection"]["think_time_s"] == pytest.approx(2.0)
-    result.stdout.fnmatch_lines(["*x 150 steps with 2s recorded think time per step; tax =*"])
+    result.stdout.fnmatch_lines(["think time: 2s per step, recorded in the replayed trajectories"])
 
 
 def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substrate(
@@ -191,7 +191,12 @@ def test_exact_mode_runs_the_commands_and_counts_divergent_steps_on_every_substr
     assert column(old, "output_bytes") == [4, len("".join(f"{i}\n" for i in range(1, 101)))]
     swe = rollouts["swe", substrate]
     # no recorded exit codes, but SWE-agent's submit tool is not in the image
-    assert swe["replay"]["divergent_by_kind"] == {"harness_tool": 1, "not_found": 0, "exit_code": 0}
+    assert swe["replay"]["divergence"] == {
+        "harness_tool": 1,
+        "not_found": 0,
+        "exit_code": 0,
+        "output_size": 0,
+    }
     assert len(column(swe, "kind")) == 2
     row_a = rollouts["row-a", substrate]
     assert column(row_a, "kind") == OPENAI_STEPS["row-a"]["kind"]
@@ -260,7 +265,9 @@ def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
     assert rollout["replay"]["recorded_steps"] == len(column(rollout, "kind")) == 35
     assert report["projection"]["think_time_source"] == "recorded"
     assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
-    result.stdout.fnmatch_lines(["*with 3.19s recorded think time per step*"])
+    result.stdout.fnmatch_lines(
+        ["think time: 3.19s per step, recorded in the replayed trajectories"]
+    )
     # the worker-hours decomposition's think term is the recorded think time
     local = report["substrates"]["local"]
     think_hours = 1_000_000 * 150 * local["think"]["mean"] / 3600
@@ -415,8 +422,8 @@ def test_exact_mode_counts_swe_agent_tool_steps_as_divergent_and_names_the_bundl
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(passed=1)
     [rollout] = report_of(pytester)["rollouts"]
-    kinds = SWE_AGENT_TOOLS_STEPS["divergent_by_kind"]
-    assert rollout["replay"]["divergent_by_kind"] == kinds
+    kinds = SWE_AGENT_TOOLS_STEPS["divergence"]
+    assert rollout["replay"]["divergence"] == kinds
     assert rollout["replay"]["divergent_steps"] == sum(kinds.values())
     exit_codes = column(rollout, "exit_code")
     assert [exit_codes[i] for i in (0, 2, 3, 4, 5)] == [127, 127, 0, 127, 127]
@@ -436,7 +443,7 @@ def test_shape_mode_records_no_divergences_and_knows_think_time(pytester, trajec
     result = pytester.runpytest("runs/fix.traj.json", "--rollout-json=report.json")
     result.assert_outcomes(passed=1)
     [rollout] = report_of(pytester)["rollouts"]
-    assert rollout["replay"]["divergent_by_kind"] is None
+    assert rollout["replay"]["divergence"] is None
     assert rollout["replay"]["think_time"] == "recorded"
     assert "record no think time" not in result.stdout.str()
 

@@ -28,7 +28,7 @@ def test_report_has_the_schema_of_the_design():
     assert data["schema"] == SCHEMA == "rollout-tax/2"
     assert set(data) == {
         "schema", "created", "plugin_version", "machine", "commit", "client", "projection",
-        "substrates", "spread", "shared_sandboxes", "rollouts",
+        "substrates", "spread", "ranking", "not_run", "shared_sandboxes", "rollouts",
     }  # fmt: skip
     assert data["shared_sandboxes"] == []
     local = data["substrates"]["local"]

@@ -101,6 +101,6 @@ def test_the_snapshot_line_compares_the_restore_with_preparing():
     built = report(plain, snap, scale=SCALE)
     assert built["substrates"]["docker-snap"]["snapshot"] is True
     assert isolation.snapshot_lines(built["substrates"]) == [
-        "docker-snap vs docker-gvisor: cold start 0.2x (500ms restored vs 2.50s prepared); "
-        "once per test and worker: prepare 2.50s + checkpoint 300ms"
+        "docker-snap vs docker-gvisor: cold start 0.2x (500ms restored vs 2.5s prepared); "
+        "once per test and worker: prepare 2.5s + checkpoint 300ms"
     ]

@@ -26,18 +26,18 @@ def test_durations_read_in_the_best_unit(value, text):
     assert seconds(value) == text
 
 
-def test_summary_fits_a_100_column_terminal_and_shows_every_figure():
+def test_summary_fits_an_80_column_terminal_and_shows_every_figure():
     rollouts = [rollout("local", 0.002)] + [rollout("docker-gvisor", 0.31)] * 25
     lines = render_summary(
-        build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
+        build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None), width=80
     )
-    assert max(map(len, lines)) <= 100, "\n".join(lines)
-    text = "\n".join(lines)
+    assert max(map(len, lines)) <= 80, "\n".join(lines)
+    text = " ".join(line.strip() for line in lines)
     assert "1,000,000 rollouts x 150 steps" in text
     assert "docker-gvisor" in text and "310ms/310ms" in text
     assert "spread: cold start p50 155x (docker-gvisor vs local)" in text
-    assert "warning: local has 1 cold-start sample(s)" in text
-    assert "warning: docker-gvisor" not in text
+    assert "warning: too few samples, run more rounds: local 1 cold start (a p95 needs 20)" in text
+    assert "docker-gvisor 25" not in text
 
 
 def test_summary_shows_where_the_worker_hours_go_in_one_line_per_substrate():
@@ -51,7 +51,7 @@ def test_summary_shows_where_the_worker_hours_go_in_one_line_per_substrate():
     assert (
         "docker-gvisor hours: cold start 0.2%, overhead 2.4%, command 2.4%, think 95%, "
         "teardown 0.3% (tax 2.9%) local hours: cold start <0.1%, overhead 0.5%, command 0.5%, "
-        "think 99%, teardown 0.3% (tax 0.8%) spread:" in text
+        "think 99%, teardown 0.3% (tax 0.8%) worker-hours without think time" in text
     )
 
 
@@ -107,8 +107,12 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
     assert report["substrates"]["docker-session"]["kind"] == "docker"
     assert report["substrates"]["docker-session"]["transport"] == "session"
     saved = (0.050 - 0.002) * 150 * 1_000_000 / 3600
-    lines = [line for line in render_summary(report) if " vs " in line and "spread" not in line]
-    assert lines == [f"docker-session vs docker: action p50 0.04x, tax-hours -{saved:,.0f}"]
+    summary = render_summary(report, width=200)
+    lines = [line for line in summary if " vs " in line and "spread" not in line]
+    assert lines == [
+        f"docker-session vs docker, transport session vs exec: action p50 0.04x, tax-hours "
+        f"-{saved:,.0f}"
+    ]
 
 
 def test_without_a_second_variant_or_with_old_records_no_line_is_added():
@@ -133,19 +137,18 @@ def test_write_json_is_atomic(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["report.json"]
 
 
-def test_a_priced_substrate_with_think_time_still_fits_100_columns():
+def test_a_priced_substrate_with_think_time_still_fits_80_columns():
     priced = rollout("docker-gvisor", 38.0)
     priced.price_per_hour = 0.0416
     data = build_report(
         [priced], Scale(think_time_s=2.5), plugin_version="1", machine={}, commit=None
     )
-    lines = render_summary(data)
-    assert max(map(len, lines)) <= 100, "\n".join(lines)
+    lines = render_summary(data, width=80)
+    assert max(map(len, lines)) <= 80, "\n".join(lines)
     cost = data["substrates"]["docker-gvisor"]["cost_usd"]
     assert cost == pytest.approx(data["substrates"]["docker-gvisor"]["worker_hours"] * 0.0416)
-    assert f"the projected worker-hours cost ${cost:,.0f} at $0.0416 per sandbox-hour" in " ".join(
-        lines
-    )
+    text = " ".join(line.strip() for line in lines)
+    assert f"the projected worker-hours cost ${cost:,.0f} at $0.0416 per sandbox-hour" in text
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.0009996, "1ms"), (0.9996, "1s"), (119.6, "2m00s")])
@@ -280,15 +283,15 @@ def test_every_percentile_shown_warns_when_its_samples_are_too_few():
     many = [rollout("docker", 0.3)] * 25
     lone = rollout("local", 0.002, steps=1)
     lone.action_probes_s = [0.001] * 7
-    text = "\n".join(
+    text = " ".join(line.strip() for line in
         render_summary(build_report([*many, lone], Scale(), plugin_version="1", machine={},
                                     commit=None))
     )  # fmt: skip
-    assert "warning: docker" not in text
-    assert "warning: local has 1 cold-start sample(s); a p95 needs 20 or more" in text
-    assert "warning: local has 7 action sample(s); a p95 needs 20 or more" in text
-    assert "warning: local has 1 step sample(s); a p50 needs 2 or more" in text
-    assert "warning: local has 1 teardown sample(s); a p50 needs 2 or more" in text
+    assert text.count("warning: ") == 1 and "docker 25" not in text
+    assert (
+        "warning: too few samples, run more rounds: local 1 cold start (a p95 needs 20), "
+        "7 probes (a p95 needs 20), 1 step (a p50 needs 2), 1 teardown (a p50 needs 2)"
+    ) in text
 
 
 def test_the_summary_states_round_trips_and_stand_ins():
@@ -312,3 +315,18 @@ def test_the_summary_states_round_trips_and_stand_ins():
         "real e2b service"
     ) in text
     assert "docker's figures come from" not in text
+
+
+def test_a_variant_differing_in_two_aspects_is_compared_on_each_and_says_so():
+    docker = variant("docker", "docker", "exec", 0.050)
+    both = variant("docker-both", "docker", "session", 0.002)
+    report = build_report([docker, both], Scale(), plugin_version="1", machine={}, commit=None)
+    report["substrates"]["docker-both"]["pool"] = {
+        "size": 2, "pools": 1, "hits": 1, "misses": 0, "idle_sandbox_s": 4.0, "creations": None,
+        "creation_failures": 0, "failure_reasons": {},
+    }  # fmt: skip
+    text = " ".join(line.strip() for line in render_summary(report, width=200))
+    assert "docker-both vs docker, transport session vs exec: action p50 0.04x" in text
+    assert "(its pool differs too)" in text and "(its transport differs too)" in text
+    assert "docker-both vs docker, pool of 2 vs none: cold start p50 250ms (claim) vs 250ms" in text
+    assert "idle 4s per rollout" in text

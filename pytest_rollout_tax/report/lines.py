@@ -1,0 +1,242 @@
+"""The summary's lines around the table: the decision, what the hours count (think time,
+command time), the spread's pairs, divergence, substrates that ran nothing, sample sizes.
+
+Each takes the report (or its ``substrates``) and returns plain strings, for the terminal and
+the HTML page alike.
+"""
+
+from __future__ import annotations
+
+from ..core.stats import min_samples
+from .ranking import RESOLVED, UNTESTED, WITHIN_NOISE
+from .units import hours, ratio, seconds
+
+
+def ranked_names(report: dict) -> list[str]:
+    """The substrates in the report's ranking order (cheapest worker-hours first); a report
+    saved before the ranking was recorded is ordered by its worker-hours."""
+    if report.get("ranking"):
+        return [item["substrate"] for item in report["ranking"]]
+    substrates = report["substrates"]
+
+    def key(name: str) -> tuple:
+        hours = substrates[name]["worker_hours"]
+        return (hours is None, hours or 0.0, name)
+
+    return sorted(substrates, key=key)
+
+
+def decision_lines(report: dict) -> list[str]:
+    """The decision: the cheapest substrate for this workload, by how much, and whether the run
+    resolves the difference from the next (the gate's noise test); then the whole ranking when
+    more than two substrates have worker-hours."""
+    priced = [item for item in report.get("ranking") or () if item["worker_hours"]]
+    if not priced:
+        return []
+    first = priced[0]
+    line = (
+        f"cheapest here: {first['substrate']}, {hours(first['worker_hours'])} worker-hours and "
+        f"{hours(first['tax_hours'])} tax-hours"
+    )
+    if len(priced) == 1:
+        return [line]
+    line += f"; next {_versus(priced[1], first)}"
+    lines = [line]
+    if len(priced) > 2:
+        rest = ", ".join(
+            f"{item['substrate']} {ratio(item['ratio'])}" + _noise_tag(item) for item in priced[1:]
+        )
+        lines.append(f"ranking by worker-hours: {first['substrate']}, then {rest}")
+    return lines
+
+
+#: How the decision words the noise test's verdict on a difference from the cheapest.
+VERDICTS = {
+    RESOLVED: "beyond the noise",
+    WITHIN_NOISE: "within the noise, the run cannot tell them apart",
+    UNTESTED: "not tested against the noise",
+}
+
+
+def _versus(item: dict, cheapest: dict) -> str:
+    """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
+    text = f"{item['substrate']} at {ratio(item['ratio'])} the worker-hours"
+    if item["tax_hours"] and cheapest["tax_hours"]:
+        text += f", {ratio(item['tax_hours'] / cheapest['tax_hours'])} the tax-hours"
+    if item["noise"]:
+        text += f"; {VERDICTS[item['noise']]}: {item['why']}"
+    return text
+
+
+def _noise_tag(item: dict) -> str:
+    return " (within the noise)" if item["noise"] == WITHIN_NOISE else ""
+
+
+def header_lines(report: dict) -> list[str]:
+    """What the hours are: the projection's scale, where think time came from, and (for
+    replays) which command time counts."""
+    projection = report["projection"]
+    lines = [
+        f"projected: {projection['rollouts']:,} rollouts x {projection['steps']} steps;"
+        " tax = substrate overhead only",
+        think_line(projection),
+    ]
+    if (command := command_line(report["substrates"])) is not None:
+        lines.append(command)
+    return lines
+
+
+#: The header's words for environment-only worker-hours.
+NO_MODEL_TIME = "worker-hours are environment time only (no model time)"
+
+
+def think_line(projection: dict) -> str:
+    """Where the projection's think time came from: option, recorded, or none."""
+    think = projection["think_time_s"]
+    source = projection.get("think_time_source", "option")
+    if source == "recorded":
+        return f"think time: {seconds(think)} per step, recorded in the replayed trajectories"
+    if source == "option" and think:
+        return f"think time: {seconds(think)} per step, from --rollout-think-time"
+    given = "0, from --rollout-think-time" if source == "option" else "none known"
+    return f"think time: {given}: {NO_MODEL_TIME}"
+
+
+def command_line(substrates: dict[str, dict]) -> str | None:
+    """Which command time the projection counts, for replays: recorded or measured."""
+    recorded = [e["command"] for e in substrates.values() if e.get("command")]
+    if recorded:
+        known = sum(c["recorded_steps"] for c in recorded)
+        steps = sum(c["steps"] for c in recorded)
+        return (
+            f"command time: as recorded (shape replay; {known} of {steps} steps recorded it), "
+            "the substrate's part of each measured step as overhead"
+        )
+    if any(e.get("divergence") for e in substrates.values()):
+        return "command time: as measured (exact replay)"
+    return None
+
+
+def think_time(think: float, source: str) -> str:
+    """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
+    return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
+
+
+def environment_lines(report: dict) -> list[str]:
+    """With think time in the worker-hours, the worker-hours without it (the environment's
+    alone, what the paper's worker-hours compare), cheapest first."""
+    if not report["projection"]["think_time_s"]:
+        return []
+    substrates = report["substrates"]
+    parts = [
+        f"{name} {hours(environment_hours(substrates[name]))}"
+        for name in ranked_names(report)
+        if environment_hours(substrates[name]) is not None
+    ]
+    if not parts:
+        return []
+    return [f"worker-hours without think time (environment only): {', '.join(parts)}"]
+
+
+def environment_hours(entry: dict) -> float | None:
+    """A report entry's worker-hours less their think time."""
+    parts = entry.get("decomposition")
+    if entry.get("worker_hours") is None or not parts:
+        return None
+    return entry["worker_hours"] - parts["think"]
+
+
+def spread_line(report: dict) -> str | None:
+    """The spread, each ratio with its own pair."""
+    spread = report.get("spread")
+    if not spread:
+        return None
+    projection = report["projection"]
+    think = projection["think_time_s"]
+    cheapest, dearest = spread.get("cheapest"), spread.get("dearest")  # none in older reports
+    pair = f" ({dearest} vs {cheapest})" if cheapest and dearest else ""
+    return (
+        f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
+        f"({spread['slowest']} vs {spread['fastest']}); "
+        f"worker-hours {ratio(spread['worker_hours'])}{pair}"
+        + (
+            f" at {think_time(think, projection.get('think_time_source', 'option'))}/step"
+            if think
+            else ""
+        )
+    )
+
+
+#: How the summary names the ways an exact replay diverges.
+DIVERGENCE_LABELS = {"exit_code": "exit code", "output_size": "output size"}
+
+
+def divergence_lines(substrates: dict[str, dict]) -> list[str]:
+    """Per substrate that replayed exactly: how many replayed steps diverged, and how."""
+    lines = []
+    for name, entry in substrates.items():
+        divergence = entry.get("divergence")
+        if not divergence:
+            continue
+        line = (
+            f"{name} exact replay: {divergence['divergent_steps']} of "
+            f"{divergence['replayed_steps']} replayed steps diverged from the recording"
+        )
+        if divergence["kinds"]:
+            kind, count = next(iter(divergence["kinds"].items()))
+            line += f", most often in {DIVERGENCE_LABELS.get(kind, kind)} ({count})"
+        lines.append(line)
+    return lines
+
+
+def not_run_lines(report: dict) -> list[str]:
+    """Each selected substrate that ran no rollout, and why."""
+    return [f"{name}: ran no rollout: {why}" for name, why in (report.get("not_run") or {}).items()]
+
+
+#: The percentiles the summary table shows, per metric (the highest first).
+SHOWN_PERCENTILES = {
+    "cold_start": ("p95", "p50"),
+    "action": ("p95", "p50"),
+    "step": ("p50",),
+    "teardown": ("p50",),
+}
+#: How the sample-size warning names each metric's samples.
+SAMPLE_LABELS = {
+    "cold_start": "cold start",
+    "action": "probe",
+    "step": "step",
+    "teardown": "teardown",
+}
+
+
+def few_samples_lines(substrates: dict[str, dict]) -> list[str]:
+    """One warning listing each substrate whose shown percentiles come from too few samples,
+    and what each lacks; another naming those where every rollout failed (no samples)."""
+    short: dict[str, list[str]] = {}  # what is lacking: the substrates that lack it
+    failed = []
+    for name, entry in substrates.items():
+        if not entry.get("cold_start"):
+            if entry["rollouts"]:
+                failed.append(name)
+            continue
+        lacks = []
+        for metric, shown in SHOWN_PERCENTILES.items():
+            samples = entry[metric]["n"] if entry.get(metric) else 0
+            if not samples:
+                continue  # not measured (no probes): shown as "-"
+            wanted = next((q for q in shown if samples < min_samples(q)), None)
+            if wanted is not None:
+                lacks.append(
+                    f"{samples} {SAMPLE_LABELS[metric]}{'s' if samples > 1 else ''} "
+                    f"(a {wanted} needs {min_samples(wanted)})"
+                )
+        if lacks:
+            short.setdefault(", ".join(lacks), []).append(name)
+    lines = []
+    if short:
+        each = "; ".join(f"{', '.join(names)} {lack}" for lack, names in short.items())
+        lines.append(f"warning: too few samples, run more rounds: {each}")
+    if failed:
+        lines.append(f"warning: every rollout failed on {', '.join(failed)}: nothing measured")
+    return lines

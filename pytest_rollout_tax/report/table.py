@@ -1,0 +1,111 @@
+"""The summary's table: one row per substrate, narrowed to fit the terminal (README, "Reading
+the summary": the order in which columns fold or go)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from .units import hours, seconds
+
+#: The columns' separator.
+GAP = "  "
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column: its two header lines, and its cell for a report entry."""
+
+    key: str
+    header: tuple[str, str]
+    cell: Callable[[str, dict], str]
+
+
+def _pair(stats: dict | None) -> str:
+    return f"{seconds(stats['p50'])}/{seconds(stats['p95'])}" if stats else "-"
+
+
+def _p50(stats: dict | None) -> str:
+    return seconds(stats["p50"]) if stats else "-"
+
+
+def _rollouts_failed(name: str, entry: dict) -> str:
+    return f"{entry['rollouts']}" + (f" ({entry['failures']})" if entry["failures"] else "")
+
+
+COLUMNS = (
+    Column("substrate", ("substrate", ""), lambda name, entry: name),
+    Column("rollouts", ("rollouts", ""), lambda name, entry: str(entry["rollouts"])),
+    Column("failed", ("failed", ""), lambda name, entry: str(entry["failures"])),
+    Column("cold_start", ("cold start", "p50/p95"), lambda name, e: _pair(e["cold_start"])),
+    Column("action", ("action", "p50/p95"), lambda name, e: _pair(e["action"])),
+    Column("step", ("step", "p50"), lambda name, e: _p50(e["step"])),
+    Column("teardown", ("teardown", "p50"), lambda name, e: _p50(e["teardown"])),
+    Column("worker_hours", ("worker", "hours"), lambda name, e: hours(e["worker_hours"])),
+    Column("tax_hours", ("tax", "hours"), lambda name, e: hours(e["tax_hours"])),
+)
+
+
+def _fold_failed(columns: list[Column]) -> list[Column]:
+    folded = Column("rollouts", ("rollouts", "(failed)"), _rollouts_failed)
+    return [folded if c.key == "rollouts" else c for c in columns if c.key != "failed"]
+
+
+def _drop(key: str) -> Callable[[list[Column]], list[Column]]:
+    return lambda columns: [c for c in columns if c.key != key]
+
+
+def _p50_only(key: str) -> Callable[[list[Column]], list[Column]]:
+    def narrow(columns: list[Column]) -> list[Column]:
+        return [
+            replace(c, header=(c.header[0], "p50"), cell=lambda n, e, k=key: _p50(e[k]))
+            if c.key == key
+            else c
+            for c in columns
+        ]
+
+    return narrow
+
+
+#: How the table narrows, one step at a time, until it fits: failures fold into the rollouts
+#: column, teardown goes, then step, then action and cold start keep their p50 alone.
+NARROWING = (
+    _fold_failed,
+    _drop("teardown"),
+    _drop("step"),
+    _p50_only("action"),
+    _p50_only("cold_start"),
+)
+
+
+def table_lines(rows: list[tuple[str, dict]], width: int) -> list[str]:
+    """The table of ``rows`` (name, report entry), in their order, no wider than ``width``
+    when narrowing can make it so."""
+    columns = list(COLUMNS)
+    lines = _render(columns, rows)
+    for narrow in NARROWING:
+        if max(map(len, lines)) <= width:
+            break
+        columns = narrow(columns)
+        lines = _render(columns, rows)
+    return lines
+
+
+def _render(columns: list[Column], rows: list[tuple[str, dict]]) -> list[str]:
+    cells = [[c.cell(name, entry) for c in columns] for name, entry in rows]
+    widths = [
+        max(len(c.header[0]), len(c.header[1]), *(len(row[i]) for row in cells))
+        for i, c in enumerate(columns)
+    ]
+
+    def line(values: list[str]) -> str:
+        first = values[0].ljust(widths[0])
+        rest = (value.rjust(w) for value, w in zip(values[1:], widths[1:], strict=True))
+        return GAP.join([first, *rest]).rstrip()
+
+    return [
+        line([c.header[0] for c in columns]),
+        line([c.header[1] for c in columns]),
+        GAP.join("-" * w for w in widths),
+        *(line(row) for row in cells),
+    ]

@@ -1,0 +1,112 @@
+"""Variants of one substrate kind compared like with like: each with the kind's plain variant,
+on what differs between them (its transport, its warm pool); a runtime or a snapshot is
+compared by report/isolation.py, with the variant that differs from it in that alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .build import pool_idle_per_rollout
+from .isolation import DEFAULT_RUNTIME
+from .units import ratio, seconds
+
+#: What a variant is made of, read from its report entry; the plain variant has each aspect's
+#: default. A new aspect (e.g. a container runtime) is one getter here, one default and one
+#: line maker in LINES.
+ASPECTS: dict[str, Callable[[dict], object]] = {
+    "transport": lambda entry: entry.get("transport") or "exec",
+    "pool": lambda entry: (entry.get("pool") or {}).get("size", 0),
+    "runtime": lambda entry: entry.get("runtime") or DEFAULT_RUNTIME,
+    "snapshot": lambda entry: bool(entry.get("snapshot")),
+}
+PLAIN: dict[str, object] = {"transport": "exec", "pool": 0, "runtime": DEFAULT_RUNTIME,
+                            "snapshot": False}  # fmt: skip
+
+
+def differences(base: dict, other: dict) -> tuple[str, ...]:
+    """The aspects in which two variants' report entries differ, in ASPECTS order."""
+    return tuple(aspect for aspect, get in ASPECTS.items() if get(base) != get(other))
+
+
+def plain_variant(names: list[str], substrates: dict[str, dict]) -> str:
+    """The kind's plain variant among ``names``: the one with the fewest aspects off their
+    defaults (on a tie, the first name)."""
+
+    def off_default(name: str) -> int:
+        entry = substrates[name]
+        return sum(get(entry) != PLAIN[aspect] for aspect, get in ASPECTS.items())
+
+    return min(names, key=off_default)
+
+
+def comparison_lines(substrates: dict[str, dict]) -> list[str]:
+    """For each kind run as several variants, each variant against the kind's plain one: one
+    line per aspect that differs, saying when another aspect differs too (not like with like)."""
+    by_kind: dict[str, list[str]] = {}
+    for name, entry in substrates.items():
+        if entry.get("kind"):
+            by_kind.setdefault(entry["kind"], []).append(name)
+    lines = []
+    for names in by_kind.values():
+        base_name = plain_variant(names, substrates)
+        base = substrates[base_name]
+        for name in names:
+            if name == base_name:
+                continue
+            differ = differences(base, substrates[name])
+            for aspect in differ:
+                line = LINES[aspect](name, substrates[name], base_name, base)
+                if line is None:
+                    continue
+                others = [a for a in differ if a != aspect]
+                if others:
+                    verb = "differs" if len(others) == 1 else "differ"
+                    line += f" (its {' and '.join(others)} {verb} too)"
+                lines.append(line)
+    return lines
+
+
+def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+    """``docker-session vs docker, transport session vs exec: action p50 0.028x, tax-hours
+    -1,953``."""
+    if not entry.get("action") or not base.get("action"):
+        return None
+    speed = entry["action"]["p50"] / base["action"]["p50"]
+    get = ASPECTS["transport"]
+    line = (
+        f"{name} vs {base_name}, transport {get(entry)} vs {get(base)}: action p50 {ratio(speed)}"
+    )
+    if entry.get("tax_hours") is not None and base.get("tax_hours") is not None:
+        line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
+    return line
+
+
+def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+    """``docker-pool vs docker, pool of 2 vs none: cold start p50 59.8ms (claim) vs 207ms
+    (create), idle 8.8s per rollout, worker-hours +2,467``."""
+    if not entry.get("cold_start") or not base.get("cold_start"):
+        return None
+    size, base_size = ASPECTS["pool"](entry), ASPECTS["pool"](base)
+    line = (
+        f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
+        f"{seconds(entry['cold_start']['p50'])} ({'claim' if size else 'create'}) vs "
+        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}), idle "
+        f"{seconds(pool_idle_per_rollout(entry))} per rollout"
+    )
+    if entry.get("worker_hours") is not None and base.get("worker_hours") is not None:
+        line += f", worker-hours {entry['worker_hours'] - base['worker_hours']:+,.0f}"
+    return line
+
+
+def _by_isolation(name: str, entry: dict, base_name: str, base: dict) -> None:
+    """None: isolation.runtime_lines and snapshot_lines make these comparisons, each against
+    the variant that differs in that aspect alone (the same transport)."""
+
+
+#: Per aspect, the line comparing a variant that differs there with the plain one (or None).
+LINES: dict[str, Callable[[str, dict, str, dict], str | None]] = {
+    "transport": transport_line,
+    "pool": pool_line,
+    "runtime": _by_isolation,
+    "snapshot": _by_isolation,
+}
