@@ -27,7 +27,7 @@ from . import contract
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Sandbox
-from .transport import Transport
+from .transport import OUTPUT_CAP, Transport
 
 SESSION_LABEL = "rollout-tax.io/session"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
@@ -130,6 +130,8 @@ class Substrate(ABC):
     price_per_hour: float | None = None
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
+    #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
+    output_cap: int = OUTPUT_CAP
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
@@ -224,10 +226,12 @@ class Substrate(ABC):
             raise
         except Exception as exc:
             raise SandboxStartError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
+        transport = self._transport(handle)
+        transport.output_cap = self.output_cap
         sandbox = Sandbox(
             substrate=self,
             handle=handle,
-            transport=self._transport(handle),
+            transport=transport,
             rollout=rollout,
             timeout=timeout,
             started=clock.started,

@@ -24,7 +24,7 @@ from ..core.contract import file_error
 from ..core.record import PhaseClock
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
 from ..core.substrate import Handle, Substrate, SubstrateOptions, process_alive
-from ..core.transport import RawResult, Transport, step_timeout
+from ..core.transport import Output, RawResult, Transport, step_timeout
 from ..errors import SandboxStartError
 
 #: The host's standard tools, plus the directory of the Python running the tests.
@@ -90,7 +90,7 @@ class LocalExec(Transport):
         except OSError as exc:
             return _not_started(exc, cwd)
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
+            stdout, stderr = _read_capped(process, timeout, self.output_cap)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             raise step_timeout(self._substrate, timeout) from None
@@ -99,7 +99,7 @@ class LocalExec(Transport):
             raise
         self._handle.leftovers.step_ended(process.pid)
         code = process.returncode
-        return RawResult(128 - code if code < 0 else code, stdout, stderr)  # signals as sh does
+        return RawResult.of(128 - code if code < 0 else code, stdout, stderr)  # signals as sh does
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         """Direct file I/O in the workdir on this host: nothing to time out."""
@@ -177,12 +177,40 @@ def _not_started(exc: OSError, cwd: str) -> RawResult:
     return RawResult(code, b"", f"{exc.filename}: {exc.strerror}\n".encode())
 
 
+def _read_capped(
+    process: subprocess.Popen, timeout: float | None, cap: int
+) -> tuple[Output, Output]:
+    """A child's stdout and stderr to their end, each kept up to ``cap`` bytes, then its exit;
+    TimeoutExpired past ``timeout`` (checked between reads: a flood cannot outrun it)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    outputs = {process.stdout.fileno(): Output(cap), process.stderr.fileno(): Output(cap)}
+    pipes = (process.stdout, process.stderr)
+    with selectors.DefaultSelector() as selector, contextlib.ExitStack() as closing:
+        for pipe in pipes:
+            closing.enter_context(pipe)
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    outputs[key.fd].add(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+    left = None if deadline is None else max(deadline - time.monotonic(), 0)
+    process.wait(left)
+    stdout, stderr = outputs.values()
+    return stdout, stderr
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     """SIGKILL a running child's process group (its leader is not reaped yet: the id is still
     the child's) and collect the child."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    process.wait()
 
 
 class Leftovers:
