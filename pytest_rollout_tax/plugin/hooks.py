@@ -83,7 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = Settings.from_config(config, registry)
     workerinput = getattr(config, "workerinput", None)
     session_id = workerinput[WORKERINPUT_KEY] if workerinput else new_id()
-    pool = SubstratePool(settings.specs, registry, session_id)
+    pool = SubstratePool(settings.specs, registry, session_id, settings.output_cap)
     try:
         pool.validate()
     except RolloutTaxError as exc:
@@ -163,7 +163,11 @@ class RolloutTaxPlugin:
         if not self.replay_sources.collects(file_path):
             return None
         return ReplayFile.from_parent(
-            parent, path=file_path, mode=self.settings.replay_mode, errors=self.marker_errors
+            parent,
+            path=file_path,
+            mode=self.settings.replay_mode,
+            errors=self.marker_errors,
+            output_cap=self.settings.output_cap,
         )
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:

@@ -56,9 +56,10 @@ class ReplayFile(pytest.Module):
     ``trajectory_id`` when the file holds rows). An unreadable file adds one line to
     ``errors``, which the plugin raises as a usage error once collection is done."""
 
-    def __init__(self, *, mode: Mode, errors: list[str], **kwargs) -> None:
+    def __init__(self, *, mode: Mode, errors: list[str], output_cap: int, **kwargs) -> None:
         super().__init__(**kwargs)
         self.mode = mode
+        self.output_cap = output_cap
         self.errors = errors
         self._module: types.ModuleType | None = None
 
@@ -66,7 +67,7 @@ class ReplayFile(pytest.Module):
         if self._module is None:
             module = types.ModuleType(MODULE)
             try:
-                trajectories = load(self.path)
+                trajectories = load(self.path, max_bytes=self.output_cap)
             except TrajectoryError as exc:
                 self.errors.append(str(exc))
                 trajectories = []

@@ -4,12 +4,14 @@ checked when pytest configures: a bad value is a usage error before any test run
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ..core.transport import OUTPUT_CAP
 from ..errors import ConfigError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
@@ -24,6 +26,9 @@ from .gating import Gate
 
 #: ``--rollout-order`` choices.
 ORDERS = ("grouped", "interleave")
+#: The largest ``--rollout-output-cap``: a step's output is held in memory.
+MAX_OUTPUT_CAP = 16 << 30
+_SIZE = re.compile(r"(\d{1,12})\s*([kmgKMG]?)")
 
 # -- options ---------------------------------------------------------------------------------
 
@@ -84,6 +89,10 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "fail the run when the run just saved starts a new change point (a slowdown) in the "
      "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
      "bool", False),
+    ("--rollout-output-cap", {"metavar": "BYTES"},
+     "bytes of each output stream (stdout, stderr) one step keeps, e.g. 67108864, 64m or 1g; "
+     "past it, output is counted and discarded, and the result says it was truncated "
+     "(default 64m)", "string", "64m"),
     ("--rollout-order", {"metavar": "grouped|interleave"},
      "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
      "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
@@ -159,6 +168,8 @@ class Settings:
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
     order: str = "grouped"
+    #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
+    output_cap: int = OUTPUT_CAP
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -214,6 +225,7 @@ class Settings:
             order = str(option(config, "--rollout-order"))
             if order not in ORDERS:
                 raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            output_cap = _size(str(option(config, "--rollout-output-cap")), "--rollout-output-cap")
             history_fail = bool(option(config, "--rollout-history-fail"))
             if history_fail:
                 history.require()
@@ -238,7 +250,19 @@ class Settings:
             replay_mode=replay_mode,
             history_fail=history_fail,
             order=order,
+            output_cap=output_cap,
         )
+
+
+def _size(text: str, flag: str) -> int:
+    """``64m`` -> 67108864: bytes, or k, m, g (binary units); from 1 byte to MAX_OUTPUT_CAP."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{flag}={text!r}: expected a size in bytes like 67108864, 64m or 1g")
+    size = int(match[1]) * 1024 ** " kmg".index((match[2] or " ").lower())
+    if not 1 <= size <= MAX_OUTPUT_CAP:
+        raise ValueError(f"{flag}={text!r}: expected 1 byte to {MAX_OUTPUT_CAP >> 30}g")
+    return size
 
 
 def _burst_levels(text: str) -> list[int]:

@@ -30,25 +30,28 @@ def stem(path: Path) -> str:
     return path.name
 
 
-def load(path: str | Path) -> list[RecordedTrajectory]:
+def load(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[RecordedTrajectory]:
     """Every trajectory in ``path``: one for a JSON document, one per row for chat-message
-    JSONL, one for a JSONL of our steps. A TrajectoryError names the file and the line."""
+    JSONL, one for a JSONL of our steps. A TrajectoryError names the file and the line; so
+    does a step whose recorded output is over ``max_bytes`` (the output cap of a step)."""
     trajectories = _load(Path(path))
     for trajectory in trajectories:
-        _check_bounds(trajectory)
+        _check_bounds(trajectory, min(max_bytes, MAX_BYTES))
     return trajectories
 
 
-def _check_bounds(trajectory: RecordedTrajectory) -> None:
-    """Reject recorded figures no real run has (a corrupt timestamp, a wrong size)."""
+def _check_bounds(trajectory: RecordedTrajectory, max_bytes: int) -> None:
+    """Reject recorded figures no real run has (a corrupt timestamp, a wrong size), and
+    output sizes a step would cut."""
     for index, step in enumerate(trajectory.steps):
         where = f"{trajectory.source}: {trajectory.trajectory_id}: step {index + 1}"
         for name in ("think_s", "recorded_s"):
             value = getattr(step, name)
             if value is not None and value > MAX_SECONDS:
                 raise fail(where, f"{name}={value!r}: more than {MAX_SECONDS:.0e} seconds")
-        if step.output_bytes is not None and step.output_bytes > MAX_BYTES:
-            raise fail(where, f"output_bytes={step.output_bytes}: more than {MAX_BYTES} bytes")
+        if step.output_bytes is not None and step.output_bytes > max_bytes:
+            cap = "more than" if max_bytes == MAX_BYTES else "over the output cap of"
+            raise fail(where, f"output_bytes={step.output_bytes}: {cap} {max_bytes} bytes")
 
 
 def _load(path: Path) -> list[RecordedTrajectory]:

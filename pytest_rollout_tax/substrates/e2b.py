@@ -128,8 +128,9 @@ class E2BCommands(Transport):
                 timeout=timeout or 0,
             )
             result = handle.wait()
-        except CommandExitException as exc:
-            return RawResult(exc.exit_code, _encode(exc.stdout), _encode(exc.stderr))
+        except CommandExitException as exc:  # the SDK keeps output whole: cut to the cap here
+            stdout, stderr = _encode(exc.stdout), _encode(exc.stderr)
+            return RawResult.capped(exc.exit_code, stdout, stderr, self.output_cap)
         except (SandboxNotRunningException, SandboxUnreachableException) as exc:
             raise self._fail(exc, "running a command") from None
         except TimeoutException as exc:
@@ -145,7 +146,8 @@ class E2BCommands(Transport):
             raise self._fail(exc, "running a command") from None
         except Exception as exc:
             raise self._fail(exc, "running a command") from None
-        return RawResult(result.exit_code, _encode(result.stdout), _encode(result.stderr))
+        stdout, stderr = _encode(result.stdout), _encode(result.stderr)
+        return RawResult.capped(result.exit_code, stdout, stderr, self.output_cap)
 
     def _kill(self, pid: int | None, command: str) -> None:
         """Kill a timed-out command: by pid, or, if it timed out before it reported one, by
