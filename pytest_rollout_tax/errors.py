@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _SANDBOX_ID = re.compile(r"\b[0-9a-f]{12,}\b")
 
@@ -41,3 +42,11 @@ def reason_of(exc: BaseException) -> str:
     text = str(exc).strip()
     line = _SANDBOX_ID.sub("<id>", text.splitlines()[0] if text else "")
     return f"{type(exc).__name__}: {line}".rstrip(": ")[:300]
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (of six characters or more) replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[REDACTED]")
+    return text

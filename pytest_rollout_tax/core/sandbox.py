@@ -94,6 +94,8 @@ class Sandbox:
         argv = contract.check_command(cmd)
         timeout = self.timeout if timeout is None else contract.check_timeout(timeout)
         env = contract.check_env(env)
+        if env:
+            self.rollout.secrets.update(env.values())
         workdir = contract.resolve_path(self.workdir, cwd or ".", "cwd")
         with self._step_lock:
             self._check_open()

@@ -181,6 +181,11 @@ class Substrate(ABC):
         return 0
 
     @property
+    def secrets(self) -> list[str]:
+        """The credentials this substrate holds (API keys, tokens), kept out of every report."""
+        return []
+
+    @property
     def endpoint(self) -> str | None:
         """The control plane's URL (never with credentials); None: there is none (local)."""
         return None
@@ -253,6 +258,7 @@ class Substrate(ABC):
         """``rollout`` with this substrate's kind, transport and price filled in."""
         rollout.kind, rollout.transport = self.kind, self.transport
         rollout.price_per_hour = self.price_per_hour
+        rollout.secrets.update(self.secrets)
         return rollout
 
     def _ensure_prepared(self) -> None:

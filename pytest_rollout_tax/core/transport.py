@@ -11,7 +11,7 @@ import re
 import shlex
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -169,11 +169,3 @@ def one_line(text: object, limit: int = 300) -> str:
     """``text`` on one line, at most ``limit`` characters: for error messages."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (of six characters or more) replaced by ``[REDACTED]``."""
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, "[REDACTED]")
-    return text

@@ -299,6 +299,10 @@ class E2BSubstrate(Substrate):
 
     # -- errors ------------------------------------------------------------------------------
 
+    @property
+    def secrets(self) -> list[str]:
+        return [self._key]
+
     def redact(self, value: object) -> str:
         """``str(value)`` without the API key in it."""
         text = str(value)
