@@ -42,6 +42,28 @@ def test_reads_follow_symbolic_links(box, space):
     assert box.read_file(f"{space}/link") == "via link"
 
 
+def test_writes_go_through_symbolic_links(box, space):
+    """Finding 4: docker exec replaced the link by a file (the target kept its content), and
+    so did the e2b stand-in."""
+    box.write_file(f"{space}/target", "old")
+    assert box.exec(f"cd {space} && ln -s target link && ln -s link chain").ok
+    box.write_file(f"{space}/link", "new")
+    assert box.read_file(f"{space}/target") == "new"
+    box.write_file(f"{space}/chain", "newer")
+    assert box.read_file(f"{space}/target") == "newer"
+    assert box.exec(f"test -L {space}/link && test -L {space}/chain").ok
+
+
+def test_writing_through_a_link_to_a_directory_is_is_a_directory_and_keeps_both(box, space):
+    """Finding 4: docker exec replaced a link to a directory instead of raising."""
+    box.write_file(f"{space}/d/keep", "kept")
+    assert box.exec(["ln", "-s", "d", f"{space}/dlink"]).ok
+    with pytest.raises(IsADirectoryError):
+        box.write_file(f"{space}/dlink", "x")
+    assert box.exec(f"test -L {space}/dlink").ok
+    assert box.read_file(f"{space}/dlink/keep") == "kept"
+
+
 def test_absolute_paths_and_paths_leaving_the_workdir_are_allowed(box, space):
     outside = f"/tmp/rollout-tax-contract-{uuid.uuid4().hex[:8]}"
     try:

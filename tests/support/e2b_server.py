@@ -66,7 +66,7 @@ from e2b.envd.process import process_connect, process_pb
 from protobuf import Oneof
 
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
-from pytest_rollout_tax.substrates.docker.archive import put_archive
+from pytest_rollout_tax.substrates.docker.archive import link_target, put_archive
 
 #: The envd version the stand-in claims; the SDK picks protocol features by it.
 ENVD_VERSION = "0.6.4"
@@ -495,6 +495,11 @@ class StandInE2B:
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             for path, data in files:
                 absolute = posixpath.normpath(posixpath.join(HOME, path))
+                # as envd's open(2) writes: through a symbolic link
+                api, container_id = sandbox.container.client.api, sandbox.container.id
+                absolute = (
+                    await asyncio.to_thread(link_target, api, container_id, absolute) or absolute
+                )
                 # envd creates missing parents as the user; docker would make them root's, so
                 # the directories below the home go in the archive (mode 755, the user's).
                 parent = posixpath.dirname(absolute)
