@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .core.contract import NotRegularFileError
 from .core.record import Rollout, Step
 from .core.sandbox import ExecResult, Sandbox
 from .core.substrate import Substrate
@@ -27,6 +28,7 @@ __all__ = [
     "ConfigError",
     "CredentialsMissing",
     "ExecResult",
+    "NotRegularFileError",
     "Rollout",
     "RolloutTaxError",
     "Sandbox",

@@ -204,7 +204,7 @@ class Sandbox:
         """Give a backend's unspecific OSError the contract's type, asking the sandbox why."""
         try:
             yield
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        except tuple(contract.FILE_ERRORS.values()):
             raise
         except OSError as exc:
             argv = ["sh", "-c", why_script, "sh", path]

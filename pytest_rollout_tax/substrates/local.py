@@ -12,6 +12,7 @@ import re
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.contract import file_error
+from ..core.contract import NotRegularFileError, file_error
 from ..core.record import PhaseClock
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
 from ..core.substrate import Handle, Substrate, SubstrateOptions, process_alive
@@ -111,7 +112,14 @@ class LocalExec(Transport):
         target.write_bytes(data)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
-        return Path(path).read_bytes()
+        # O_NONBLOCK: a FIFO opens at once (no writer needed); then only a file is read
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as opened:
+            mode = os.fstat(opened.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise file_error(IsADirectoryError, path)
+            if not stat.S_ISREG(mode):
+                raise file_error(NotRegularFileError, path)
+            return opened.read()
 
 
 class LocalShell(Duplex):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import uuid
 
 import pytest
+
+from pytest_rollout_tax import NotRegularFileError
 
 
 def test_text_and_bytes_round_trip_exactly_in_nested_directories(box, space):
@@ -148,3 +151,21 @@ def test_file_steps_are_recorded_whether_they_succeed_or_fail(box, space):
         "read_file",
         "read_file",
     ]
+
+
+@pytest.mark.parametrize("path", ["fifo", "/dev/zero", "/dev/null"])
+def test_reading_anything_but_a_regular_file_is_one_error_that_never_blocks(box, space, path):
+    """Finding 8: local exec hung on a FIFO, /dev/zero gave MemoryError, sessions were lost,
+    docker said "Not a regular file" as a plain OSError."""
+    assert box.exec(["mkfifo", f"{space}/fifo"]).ok
+    target = f"{space}/{path}" if path == "fifo" else path
+    with pytest.raises(NotRegularFileError) as raised:
+        box.read_file(target)
+    assert raised.value.errno == errno.EINVAL and raised.value.filename == box.path(target)
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_kernel_files_are_read_as_the_kernel_gives_them(box):
+    """Finding 8: docker exec could not read /proc/self/status (FileNotFoundError)."""
+    assert box.read_file("/proc/self/status").startswith("Name:")
+    assert box.read_file("/proc/version").startswith("Linux version")

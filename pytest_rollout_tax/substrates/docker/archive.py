@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...core.contract import NotRegularFileError, file_error
 from ...core.transport import RawResult, one_line
 from ...errors import SandboxError
 from .engine import docker_errors, explain, requests
@@ -71,9 +72,9 @@ def get_file(handle: DockerHandle, path: str) -> bytes:
             if member.issym():
                 path = posixpath.normpath(posixpath.join(posixpath.dirname(path), member.linkname))
                 continue
-            extracted = members.extractfile(member)
+            extracted = members.extractfile(member) if member.isreg() else None
             if extracted is None:
-                raise OSError(errno.EINVAL, "Not a regular file", path)
+                raise file_error(NotRegularFileError, path)
             return extracted.read()
     raise OSError(errno.ELOOP, "Too many levels of symbolic links", path)
 

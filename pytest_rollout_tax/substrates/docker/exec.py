@@ -6,6 +6,7 @@ exec inspect), so an action costs what the SDK costs.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import signal
@@ -13,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.contract import READ_SCRIPT, file_error_for
 from ...core.shell import STDERR, STDOUT
 from ...core.transport import (
     Output,
@@ -30,6 +32,8 @@ from .handle import DockerHandle
 
 #: How long past a step's timeout the client waits for the engine before giving up on it.
 BACKSTOP_S = 5.0
+#: Where the kernel's files live: their size is 0 until read, so the archive API has none.
+KERNEL_FILES = ("/proc/", "/sys/")
 
 
 class DockerExec(Transport):
@@ -85,6 +89,15 @@ class DockerExec(Transport):
             archive.put_file(handle, path, data, ids=ids, run=self._run_plain)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
+        if path.startswith(KERNEL_FILES):  # the archive API cannot copy them: read by `cat`
+            read = self.run(
+                ["sh", "-c", READ_SCRIPT, "sh", path], timeout=timeout, env=None, cwd="/"
+            )
+            if read.exit_code != 0:
+                raise file_error_for(read.exit_code, path) or OSError(
+                    errno.EIO, read.reason(), path
+                )
+            return read.stdout
         with engine_errors(self._handle.substrate, f"reading {path}"):
             return archive.get_file(self._handle, path)
 
