@@ -43,6 +43,9 @@ DEFAULT_PATH = os.pathsep.join(
 
 
 WORKDIR_PREFIX = "rollout-tax-"
+#: Every command of a local sandbox has this variable, set to its workdir: reaping a workdir
+#: left by a killed session kills every process that carries it, wherever it went.
+SANDBOX_VARIABLE = "ROLLOUT_TAX_SANDBOX"
 #: While a session's shell is silent, how often it is polled: a background child of a dead
 #: shell can hold its pipes open, so they alone would not end.
 LIVENESS_S = 0.5
@@ -266,6 +269,25 @@ class Leftovers:
                 os.kill(pid, signal.SIGKILL)
 
 
+def kill_marked(workdir: str) -> None:
+    """SIGKILL every process of the sandbox at ``workdir``: those whose environment has its
+    :data:`SANDBOX_VARIABLE` and those working inside it (for a session killed outright)."""
+    marker = f"\0{SANDBOX_VARIABLE}={workdir}\0".encode()
+    inside = os.path.join(workdir, "")
+    with contextlib.suppress(FileNotFoundError):  # no /proc: nothing to find them by
+        for pid, _, _, _, cwd in _processes():
+            if pid in (os.getpid(), os.getppid()):
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as environ:
+                    marked = marker in b"\0" + environ.read() + b"\0"
+            except OSError:  # gone, or another user's
+                marked = False
+            if marked or os.path.join(cwd, "").startswith(inside):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
 def _ticks() -> int:
     """Now, in the clock ticks since boot that /proc/PID/stat gives start times in."""
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
@@ -300,6 +322,7 @@ class LocalSubstrate(Substrate):
             ) from None
         clock.mark("create")
         env = {"PATH": DEFAULT_PATH, "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
+        env[SANDBOX_VARIABLE] = workdir
         return LocalHandle(
             id=workdir, workdir=workdir, env=env | self.options.env, leftovers=Leftovers(workdir)
         )
@@ -326,6 +349,7 @@ class LocalSubstrate(Substrate):
                 continue
             if session_id is None and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
+            kill_marked(str(path))
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
         return removed
