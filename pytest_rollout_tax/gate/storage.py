@@ -74,6 +74,8 @@ class Storage:
 
     def check_writable(self, name: str | None = None) -> None:
         """Fail fast (before any rollout runs) when runs cannot be saved here (as ``name``)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise SavedRunError(f"storage directory {self}: not a directory")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -151,7 +153,7 @@ class Storage:
             if not path.exists():
                 raise NoSavedRun(f"no baseline file {ref}")
             return path
-        if ref.endswith(".json") and Path(ref).is_file():
+        if ref.endswith(".json") and Path(ref).exists():  # loading says if it is not a file
             return Path(ref)
         stem = ref.removesuffix(".json")
         candidate = self.root / f"{stem}.json"
@@ -163,7 +165,7 @@ class Storage:
             raise SavedRunError(f"{ref!r} is ambiguous in {self}: {names}")
         if numbered:
             return numbered[0]
-        if Path(ref).is_file():
+        if Path(ref).exists():  # loading says if it is not a file
             return Path(ref)
         raise NoSavedRun(f"no baseline {ref!r} in {self}")
 
@@ -197,8 +199,13 @@ def autosave_label(commit: Any) -> str:
 
 
 def load(path: str | os.PathLike[str]) -> SavedRun:
-    """Read and validate a saved run; every problem is one SavedRunError naming the file."""
+    """Read and validate a saved run; every problem is one SavedRunError naming the file.
+    A directory, a FIFO or a device is refused before anything reads it."""
     path = Path(path)
+    try:
+        report_target(path)
+    except NotRegularFileError as exc:
+        raise SavedRunError(f"{path}: {exc.strerror}; expected a saved run's .json file") from None
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -19,13 +19,19 @@ from ..replay import MODES, Mode
 from ..report import plots
 from ..report.aggregate import STEP_CHOICES
 from ..report.projection import Scale
-from ..report.terminal import check_report_path
+from ..report.terminal import NotRegularFileError, check_report_path, report_target
 from ..substrates.registry import Registry
 from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
 from .gating import Gate
+from .replay_files import REPLAY_SUFFIXES
 
 #: ``--rollout-order`` choices.
 ORDERS = ("grouped", "interleave")
+#: Ceilings of the counts: each rollout is a pytest item and each probe an exec, held in memory
+#: and run in turn; a fleet is a number of workers to project onto.
+MAX_ROUNDS = 10_000
+MAX_PROBES = 10_000
+MAX_FLEET = 10_000_000
 #: The largest ``--rollout-output-cap``: a step's output is held in memory.
 MAX_OUTPUT_CAP = 16 << 30
 _SIZE = re.compile(r"(\d{1,12})\s*([kmgKMG]?)")
@@ -127,7 +133,9 @@ def option(config: pytest.Config, flag: str) -> Any:
     return config.getini(name) if value is None or value == [] else value
 
 
-def number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
+def number(
+    config: pytest.Config, flag: str, kind: type, minimum: float, maximum: float = math.inf
+) -> Any:
     value = option(config, flag)
     try:
         number = kind(value)
@@ -137,6 +145,8 @@ def number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
         raise pytest.UsageError(f"{flag}={value!r}: expected a finite number")
     if number < minimum:
         raise pytest.UsageError(f"{flag}={value!r}: must be at least {minimum}")
+    if number > maximum:
+        raise pytest.UsageError(f"{flag}={value!r}: at most {maximum:,}")
     return number
 
 
@@ -187,7 +197,7 @@ class Settings:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
             bursts = _burst_levels(str(option(config, "--rollout-burst") or ""))
             fleet = (
-                number(config, "--rollout-fleet", int, 1)
+                number(config, "--rollout-fleet", int, 1, MAX_FLEET)
                 if str(option(config, "--rollout-fleet") or "").strip()
                 else None
             )
@@ -207,8 +217,7 @@ class Settings:
             )
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
-                if not path.exists():
-                    raise ValueError(f"--rollout-replay={path}: no such file or directory")
+                _check_replay_path(path)
             replay_mode = str(option(config, "--rollout-replay-mode"))
             if replay_mode not in MODES:
                 raise ValueError(
@@ -235,9 +244,9 @@ class Settings:
             raise pytest.UsageError(str(exc)) from None
         return cls(
             specs={spec.name: spec for spec in specs},
-            rounds=number(config, "--rollout-rounds", int, 1),
+            rounds=number(config, "--rollout-rounds", int, 1, MAX_ROUNDS),
             rounds_from_cli=config.getoption("rollout_rounds") is not None,
-            probes=number(config, "--rollout-probes", int, 0),
+            probes=number(config, "--rollout-probes", int, 0, MAX_PROBES),
             scale=scale,
             json_path=json_path,
             bursts=bursts,
@@ -252,6 +261,22 @@ class Settings:
             order=order,
             output_cap=output_cap,
         )
+
+
+def _check_replay_path(path: Path) -> None:
+    """A trajectory file, or a directory holding one; else a ValueError naming the problem."""
+    where = f"--rollout-replay={path}"
+    if not path.exists():
+        raise ValueError(f"{where}: no such file or directory")
+    if path.is_dir():
+        if not any(p.is_file() and p.name.endswith(REPLAY_SUFFIXES) for p in path.rglob("*")):
+            suffixes = ", ".join(f"*{suffix}" for suffix in REPLAY_SUFFIXES)
+            raise ValueError(f"{where}: no trajectory file ({suffixes}) in this directory")
+        return
+    try:
+        report_target(path)
+    except NotRegularFileError as exc:
+        raise ValueError(f"{where}: {exc.strerror}; expected a trajectory file") from None
 
 
 def _size(text: str, flag: str) -> int:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..report.terminal import NotRegularFileError, report_target
 from . import mini_swe_agent, openai_messages, rollout_tax, swe_agent
 from .model import RecordedTrajectory, TrajectoryError, fail
 
@@ -34,7 +35,10 @@ def load(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[RecordedTrajec
     """Every trajectory in ``path``: one for a JSON document, one per row for chat-message
     JSONL, one for a JSONL of our steps. A TrajectoryError names the file and the line; so
     does a step whose recorded output is over ``max_bytes`` (the output cap of a step)."""
-    trajectories = _load(Path(path))
+    try:
+        trajectories = _load(Path(path))
+    except RecursionError:  # a reader walking what the JSON parser accepted
+        raise fail(f"{path}:1", "nested too deeply") from None
     for trajectory in trajectories:
         _check_bounds(trajectory, min(max_bytes, MAX_BYTES))
     return trajectories
@@ -49,12 +53,18 @@ def _check_bounds(trajectory: RecordedTrajectory, max_bytes: int) -> None:
             value = getattr(step, name)
             if value is not None and value > MAX_SECONDS:
                 raise fail(where, f"{name}={value!r}: more than {MAX_SECONDS:.0e} seconds")
+        if step.command is not None and "\0" in step.command:
+            raise fail(where, "the command contains a NUL byte")
         if step.output_bytes is not None and step.output_bytes > max_bytes:
             cap = "more than" if max_bytes == MAX_BYTES else "over the output cap of"
             raise fail(where, f"output_bytes={step.output_bytes}: {cap} {max_bytes} bytes")
 
 
 def _load(path: Path) -> list[RecordedTrajectory]:
+    try:
+        report_target(path)
+    except NotRegularFileError as exc:  # a FIFO or a device: refused before it is read
+        raise TrajectoryError(f"{path}: {exc.strerror}; expected a trajectory file") from None
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -122,6 +132,8 @@ def _is_json_line(line: str) -> bool:
         return isinstance(json.loads(line), dict)
     except ValueError:
         return False
+    except RecursionError:  # JSON, nested too deeply: parsed as a line, it is reported so
+        return True
 
 
 def _json(text: str, path: Path, line: int | None = None) -> Any:
