@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from support.substrates import SESSION_SHELL_PID
 
 from pytest_rollout_tax import ConfigError, SandboxError, SandboxStartError, get_substrate
 
@@ -27,17 +28,10 @@ def test_the_session_is_a_phase_of_the_cold_start_and_the_record_names_the_trans
         assert sandbox.transport.name == "session"
 
 
-#: The session's shell is the parent of the step's ``timeout`` wrapper (``0`` without a limit).
-KILL_THE_SHELL = (
-    "p=$$; until [ \"$(cat /proc/$p/comm)\" = timeout ]; do p=$(cut -d' ' -f4 /proc/$p/stat); "
-    "done; kill -9 $(cut -d' ' -f4 /proc/$p/stat)"
-)
-
-
 def test_a_session_whose_shell_dies_fails_the_step_in_one_line_and_closes():
     with get_substrate("local", transport="session").start() as sandbox:
         with pytest.raises(SandboxError, match=r"^local: session lost: the shell ended$"):
-            sandbox.exec(KILL_THE_SHELL)
+            sandbox.exec(f"kill -9 $({SESSION_SHELL_PID})")
         with pytest.raises(SandboxError, match=r"^local: the session is closed$"):
             sandbox.exec("true")
 

@@ -45,6 +45,7 @@ from pytest_rollout_tax.substrates.docker import (
 )
 from pytest_rollout_tax.substrates.docker import exec as docker_exec
 from pytest_rollout_tax.substrates.docker import session as docker_session
+from pytest_rollout_tax.substrates.docker.lifecycle import USER_LABEL, current_user
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -727,7 +728,11 @@ def test_reaping_needs_no_image(sandbox_image, tmp_path, docker_client):
     leftover = docker_client.containers.run(  # as a session killed outright leaves one
         sandbox_image,
         ["sleep", "infinity"],
-        labels={SESSION_LABEL: new_id(), OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}"},
+        labels={
+            SESSION_LABEL: new_id(),
+            OWNER_LABEL: f"{socket.gethostname()}:{dead.pid}",
+            USER_LABEL: current_user(),
+        },
         init=True,
         detach=True,
     )
