@@ -366,6 +366,11 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"--comparisons={args.comparisons}: at least {calibrate.MIN_COMPARISONS}, so a 1% "
             "rate is measured from about 5 events"
         )
+    if args.comparisons > calibrate.MAX_COMPARISONS:
+        raise UsageError(
+            f"--comparisons={args.comparisons}: at most {calibrate.MAX_COMPARISONS:,} "
+            "(their time adds up)"
+        )
     if args.json:
         check_report_path(args.json, f"--json={args.json}")
     run = _load_required(Storage.at(args.storage), args.run, "RUN")

@@ -7,6 +7,7 @@ Each message is meant for the user. An error that is also a builtin kind (a ``Va
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 _SANDBOX_ID = re.compile(r"\b[0-9a-f]{12,}\b")
 
@@ -58,7 +59,9 @@ class NotATrajectory(TrajectoryError):
 
 
 class NotRegularFileError(RolloutTaxError, OSError):
-    """A report's path exists and is not a regular file (a directory, device, fifo, socket)."""
+    """A path that is not a regular file (a FIFO, a device, a socket, a directory) where one is
+    needed: a report's file, or what ``read_file`` reads (refused before anything reads it, so
+    it never blocks; errno ``EINVAL``)."""
 
 
 class SavedRunError(RolloutTaxError):
@@ -96,3 +99,11 @@ def reason_of(exc: BaseException) -> str:
     text = str(exc).strip()
     line = _SANDBOX_ID.sub("<id>", text.splitlines()[0] if text else "")
     return f"{type(exc).__name__}: {line}".rstrip(": ")[:300]
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (of six characters or more) replaced by ``[REDACTED]``."""
+    for secret in secrets:
+        if secret and len(secret) >= 6:
+            text = text.replace(secret, "[REDACTED]")
+    return text

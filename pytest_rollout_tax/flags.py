@@ -17,8 +17,10 @@ from typing import Any
 from .core.stats import STAT_NAMES
 from .report.schema import SAMPLE_METRICS
 
-#: The largest count an option takes (rollouts to project, workers, comparisons, ...).
+#: The largest count an option takes (rollouts to project, comparisons, ...).
 MAX_COUNT = 10**12
+#: The most concurrent workers a fleet projection takes (``--rollout-fleet``, ``--fleet``).
+MAX_WORKERS = 10_000_000
 
 
 def count(text: str, ceiling: int = MAX_COUNT) -> int:
@@ -98,7 +100,7 @@ FLEET = Flag(
     "W",
     "also project wall-clock hours and worker-hours on W concurrent workers, using the burst "
     "level nearest to W when one was measured",
-    parse=count,
+    parse=lambda text: count(text, MAX_WORKERS),
 )
 THINK_TIME = Flag(
     "think-time",

@@ -12,12 +12,15 @@ import math
 import posixpath
 from collections.abc import Mapping, Sequence
 
+from ..errors import NotRegularFileError
+
 #: Exit codes of the file scripts, one per error of the contract.
 FILE_ERRORS: dict[int, type[OSError]] = {
     80: FileNotFoundError,
     81: IsADirectoryError,
     82: NotADirectoryError,
     83: PermissionError,
+    84: NotRegularFileError,
 }
 _CODES = {kind: code for code, kind in FILE_ERRORS.items()}
 _ERRNO = {
@@ -25,6 +28,7 @@ _ERRNO = {
     IsADirectoryError: (errno.EISDIR, "Is a directory"),
     NotADirectoryError: (errno.ENOTDIR, "Not a directory"),
     PermissionError: (errno.EACCES, "Permission denied"),
+    NotRegularFileError: (errno.EINVAL, "Not a regular file"),
 }
 
 # $1 is the path. Sets $a to the nearest existing ancestor and fails with ENOTDIR if it is
@@ -37,6 +41,7 @@ _ANCESTOR = (
 WHY_NOT_READ = (
     f'if [ -d "$1" ]; then exit {_CODES[IsADirectoryError]}; fi; '
     f'if [ ! -e "$1" ]; then {_ANCESTOR}exit {_CODES[FileNotFoundError]}; fi; '
+    f'[ -f "$1" ] || exit {_CODES[NotRegularFileError]}; '
     f'[ -r "$1" ] || exit {_CODES[PermissionError]}'
 )
 #: Why a write of ``$1`` failed (or would fail): as :data:`WHY_NOT_READ`.
@@ -46,10 +51,7 @@ WHY_NOT_WRITE = (
     f'if [ -e "$1" ] && [ ! -w "$1" ]; then exit {_CODES[PermissionError]}; fi'
 )
 #: Read ``$1`` to stdout, or exit with its error.
-READ_SCRIPT = (
-    f'if [ -e "$1" ] && [ ! -d "$1" ] && [ -r "$1" ]; then exec cat -- "$1"; fi; {WHY_NOT_READ}; '
-    "exit 1"
-)
+READ_SCRIPT = f'if [ -f "$1" ] && [ -r "$1" ]; then exec cat -- "$1"; fi; {WHY_NOT_READ}; exit 1'
 #: Write stdin (``$2`` bytes) to ``$1``, creating parents, or exit with its error.
 WRITE_SCRIPT = (
     f"{WHY_NOT_WRITE}; "

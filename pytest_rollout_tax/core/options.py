@@ -72,7 +72,11 @@ def coerce(value: Any, hint: Any) -> Any:
     if hint in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise TypeError(f"expected a number, got {type(value).__name__}")
-        number = hint(value)
+        try:
+            number = hint(value)
+        except (ValueError, OverflowError):  # int()'s own message names Python, not the option
+            kind = "an integer" if hint is int else "a number"
+            raise ValueError(f"expected {kind}") from None
         if hint is float and number != number:
             raise ValueError("expected a number")
         return number

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import redact
+
 StepKind = Literal["exec", "write_file", "read_file"]
 
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
@@ -88,15 +90,19 @@ class Rollout:
     runtime: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
+    #: Values no text of the report may hold: every ``env`` value an exec was given and the
+    #: substrate's credentials. Never reported; :meth:`fail` redacts them.
+    secrets: set[str] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def failed(self) -> bool:
         return self.outcome in FAILED_OUTCOMES
 
     def fail(self, reason: str) -> None:
-        """Record the first failure reason (later ones are consequences of it)."""
+        """Record the first failure reason (later ones are consequences of it), without any
+        of :attr:`secrets` in it."""
         if self.error is None:
-            self.error = reason
+            self.error = redact(reason, sorted(self.secrets, key=len, reverse=True))
 
     def stamp(self, mark: str) -> None:
         """Record the epoch time of ``mark`` (one of :data:`EPOCH_MARKS`) now."""

@@ -9,6 +9,7 @@ its substrate only as an :class:`Owner`: a name, and a way to delete what it cre
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,6 +48,10 @@ class ExecResult:
     stdout: str
     stderr: str
     duration_s: float
+    #: Whether output past the cap (``--rollout-output-cap``, per stream) was discarded.
+    truncated: bool = False
+    #: Bytes of output that came on both streams, those past the cap included.
+    output_bytes: int = 0
 
     @property
     def ok(self) -> bool:
@@ -54,7 +59,11 @@ class ExecResult:
 
 
 class Sandbox:
-    """One live environment for one rollout: run commands and move files, every call timed."""
+    """One live environment for one rollout: run commands and move files, every call timed.
+
+    Steps are serialized: a step called from a second thread waits for the running one to end
+    (the wait is not part of its time), so threads may share a sandbox on every transport.
+    """
 
     def __init__(
         self,
@@ -74,6 +83,7 @@ class Sandbox:
         self.timeout = timeout
         self._started = time.perf_counter() if started is None else started
         self._closed = False
+        self._step_lock = threading.Lock()
 
     @property
     def id(self) -> str:
@@ -100,54 +110,59 @@ class Sandbox:
         argv = contract.check_command(cmd)
         timeout = self.timeout if timeout is None else contract.check_timeout(timeout)
         env = contract.check_env(env)
+        if env:
+            self.rollout.secrets.update(env.values())
         workdir = contract.resolve_path(self.workdir, cwd or ".", "cwd")
-        self._check_open()
-        started = time.perf_counter()
-        raw = None
-        try:
-            raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
-        finally:
-            wall = time.perf_counter() - started
-            if raw is None:
-                self._record("exec", wall)
-            else:
-                self._record("exec", wall, raw.exit_code, len(raw.stdout) + len(raw.stderr))
+        with self._step_lock:
+            self._check_open()
+            started = time.perf_counter()
+            raw = None
+            try:
+                raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
+            finally:
+                wall = time.perf_counter() - started
+                if raw is None:
+                    self._record("exec", wall)
+                else:
+                    self._record("exec", wall, raw.exit_code, raw.size)
         return ExecResult(
             exit_code=raw.exit_code,
             stdout=raw.stdout.decode("utf-8", "replace"),
             stderr=raw.stderr.decode("utf-8", "replace"),
             duration_s=wall,
+            truncated=raw.truncated,
+            output_bytes=raw.size,
         )
 
     def write_file(self, path: str, data: str | bytes) -> None:
         """Write text (UTF-8) or bytes to ``path``, creating parent directories. One step."""
         payload = contract.payload(data)
         target = contract.check_file_path(self.workdir, path)
-        self._check_open()
         with self._step("write_file"), self._file_errors(target, contract.WHY_NOT_WRITE):
             self.transport.write(target, payload, timeout=self.timeout)
 
     def read_file(self, path: str, binary: bool = False) -> str | bytes:
         """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
         target = self.path(path)
-        self._check_open()
         with self._step("read_file"), self._file_errors(target, contract.WHY_NOT_READ):
             payload = self.transport.read(target, timeout=self.timeout)
         return payload if binary else payload.decode("utf-8", "replace")
 
     def probe(self, count: int) -> list[float]:
         """Time ``count`` no-op execs (the substrate's per-action tax); not recorded as steps."""
-        samples = []
-        for _ in range(count):
-            started = time.perf_counter()
-            result = self.transport.run(
-                list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir
-            )
-            samples.append(time.perf_counter() - started)
-            if result.exit_code != 0:
-                raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
+        with self._step_lock:
+            samples = [self._probe_once() for _ in range(count)]
         self.rollout.action_probes_s.extend(samples)
         return samples
+
+    def _probe_once(self) -> float:
+        """One no-op exec, timed."""
+        started = time.perf_counter()
+        result = self.transport.run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+        elapsed = time.perf_counter() - started
+        if result.exit_code != 0:
+            raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
+        return elapsed
 
     def first_exec(self) -> None:
         """Run the no-op that ends a cold start (not a step); SandboxStartError if it fails."""
@@ -216,7 +231,7 @@ class Sandbox:
         """Give a backend's unspecific OSError the contract's type, asking the sandbox why."""
         try:
             yield
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        except tuple(contract.FILE_ERRORS.values()):
             raise
         except OSError as exc:
             argv = ["sh", "-c", why_script, "sh", path]
@@ -228,9 +243,11 @@ class Sandbox:
 
     @contextlib.contextmanager
     def _step(self, kind: StepKind) -> Iterator[None]:
-        """Record one file step, whether it succeeds or raises."""
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._record(kind, time.perf_counter() - started)
+        """Hold the step lock and record one file step, whether it succeeds or raises."""
+        with self._step_lock:
+            self._check_open()
+            started = time.perf_counter()
+            try:
+                yield
+            finally:
+                self._record(kind, time.perf_counter() - started)

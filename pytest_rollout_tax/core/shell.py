@@ -3,8 +3,12 @@
 A backend only opens a :class:`Duplex` (a byte stream to ``sh`` in the sandbox with stdout and
 stderr apart: a pipe, an attached exec, a websocket, an SSH channel). Every step is one line
 sent to that shell: the command runs in a subshell (no ``cd``, variable or shell state leaks
-into the next step), with no stdin, under the same ``timeout`` wrapper as ``exec``; then the
-shell prints a random sentinel with the exit status on stdout, and one on stderr.
+into the next step), with no stdin, under the ``timeout`` wrapper (``0``, no limit, for an
+untimed step), so every step has a process group of its own, as on ``exec``. Inside it,
+:data:`RELAY` passes the command's output on through ``cat``: the step ends when its command
+has exited and every process holding its output has closed it, and the wrapper's kill at the
+deadline takes them all. The shell's own job messages (``Killed``) go nowhere. Then the shell
+prints a random sentinel with the exit status on stdout, and one on stderr.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import base64
 import errno
 import shlex
+import sys
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -21,6 +26,8 @@ from ..errors import SandboxError
 from . import contract
 from .record import PhaseClock
 from .transport import (
+    NOOP,
+    Output,
     RawResult,
     Transport,
     one_line,
@@ -28,6 +35,7 @@ from .transport import (
     step_timeout,
     timeout_wrapped,
     was_timed_out,
+    with_env,
 )
 
 STDOUT, STDERR = 1, 2
@@ -36,6 +44,37 @@ STDOUT, STDERR = 1, 2
 GRACE_S = 10.0
 #: The shell every session runs.
 SHELL = ("sh",)
+#: The session's first line: the shell keeps its stderr on fd 9 for the steps and sends its
+#: own to /dev/null, where the job messages a shell prints for a killed child (``Killed``,
+#: ``Segmentation fault``) go.
+SETUP = b"exec 9>&2 2>/dev/null\n"
+#: Runs ``"$@"`` with its stdout and stderr relayed by one ``cat`` each, and exits with its
+#: status once both streams closed (the status comes back on fd 5, a command substitution).
+#: A shell that waits for a command killed by a signal prints ``Killed`` on its stderr, and
+#: dash waits with the command's redirections applied: so the command's stderr (fd 7, the
+#: pipe to the second ``cat``) is set by ``exec`` in a subshell, and every shell's is /dev/null.
+RELAY = (
+    "exec 3>&1 4>&2 2>/dev/null; "
+    'c=$(exec 5>&1; (exec 7>&1; ((exec "$@" 2>&7 3>&- 4>&- 5>&- 7>&-); echo $? >&5) '
+    "| cat >&3) | cat >&4); "
+    'exit "$c"'
+)
+
+
+def step_line(
+    argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+) -> str:
+    """The shell line of one session step (the no-op runs as it is: the tax is measured bare)."""
+    if tuple(argv) != NOOP:  # env(1) inside the relay: sh drops variables that are not names
+        limit = "0" if timeout is None else timeout_wrapped(argv, timeout)[3]
+        argv = ["timeout", "-s", "KILL", limit, "sh", "-c", RELAY, "sh", *with_env(argv, env)]
+        env = None
+    return subshell(shell_line(argv, env=env, cwd=cwd))
+
+
+def subshell(body: str) -> str:
+    """``body`` in a subshell with no stdin and the session's stderr (fd 9: see :data:`SETUP`)."""
+    return f"(exec 2>&9 9>&- </dev/null; {body})"
 
 
 class Duplex(ABC):
@@ -67,31 +106,32 @@ class ShellSession(Transport):
 
     def open(self, clock: PhaseClock) -> None:
         self._duplex = self._connect()
+        self._duplex.send(SETUP)
         self._call("true", deadline=time.monotonic() + GRACE_S + 20)
         clock.mark("session")
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        script = f"({shell_line(timeout_wrapped(argv, timeout), env=env, cwd=cwd)}) </dev/null"
+        script = step_line(argv, timeout=timeout, env=env, cwd=cwd)
         deadline = None if timeout is None else time.monotonic() + timeout + GRACE_S
         started = time.perf_counter()
-        code, stdout, stderr = self._call(script, deadline)
+        code, stdout, stderr = self._call(script, deadline, cap=self.output_cap)
         if was_timed_out(argv, timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate, timeout)
-        return RawResult(code, stdout, stderr)
+        return RawResult.of(code, stdout, stderr)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         encoded = base64.b64encode(data).decode()
         script = (
-            f"(set -- {shlex.quote(path)}; {contract.WHY_NOT_WRITE}; "
-            f'mkdir -p -- "$(dirname -- "$1")" && printf %s {encoded} | base64 -d > "$1")'
+            f"set -- {shlex.quote(path)}; {contract.WHY_NOT_WRITE}; "
+            f'mkdir -p -- "$(dirname -- "$1")" && printf %s {encoded} | base64 -d > "$1"'
         )
-        self._file_step(script, path, timeout)
+        self._file_step(subshell(script), path, timeout)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
-        script = f"(set -- {shlex.quote(path)}; {contract.READ_SCRIPT})"
-        return self._file_step(script, path, timeout)
+        script = f"set -- {shlex.quote(path)}; {contract.READ_SCRIPT}"
+        return self._file_step(subshell(script), path, timeout)
 
     def close(self) -> None:
         if self._duplex is not None:
@@ -111,9 +151,9 @@ class ShellSession(Transport):
             code, stdout, stderr = self._call(script, deadline, silent=silent)
         if code != 0:
             raise contract.file_error_for(code, path) or OSError(
-                errno.EIO, one_line(stderr.decode("utf-8", "replace")) or "failed", path
+                errno.EIO, one_line(stderr.data.decode("utf-8", "replace")) or "failed", path
             )
-        return stdout
+        return bytes(stdout.data)
 
     def _call(
         self,
@@ -121,21 +161,20 @@ class ShellSession(Transport):
         deadline: float | None,
         silence: float | None = None,
         silent: str = "no answer from the shell",
-    ) -> tuple[int, bytes, bytes]:
-        """Send one step and read both streams up to its sentinels: until ``deadline``, or
-        without one, while the shell is never ``silence`` seconds quiet (None: forever)."""
+        cap: int | None = None,
+    ) -> tuple[int, Output, Output]:
+        """Send one step and read both streams up to its sentinels, each kept up to ``cap``
+        bytes (None: whole): until ``deadline``, or without one, while the shell is never
+        ``silence`` seconds quiet (None: forever)."""
         if self._duplex is None:
             raise SandboxError(f"{self._substrate}: the session is closed")
         marker = uuid.uuid4().hex.encode()
         self._duplex.send(
             script.encode() + b"\nprintf '\\n%s %d\\n' " + marker + b" $?; "
-            b"printf '\\n%s\\n' " + marker + b" >&2\n"
+            b"printf '\\n%s\\n' " + marker + b" >&9\n"
         )
-        out_end, err_end = b"\n" + marker + b" ", b"\n" + marker + b"\n"
-        stdout, stderr = bytearray(), bytearray()
-        code: int | None = None
-        stderr_done = False
-        while code is None or not stderr_done:
+        streams = {STDOUT: _Framed(marker, cap), STDERR: _Framed(marker, cap)}
+        while not all(stream.ended for stream in streams.values()):
             wait = silence if deadline is None else max(deadline - time.monotonic(), 0.0)
             try:
                 stream, chunk = self._duplex.receive(wait)
@@ -143,24 +182,45 @@ class ShellSession(Transport):
                 raise self._lost(silent) from None
             if not chunk:
                 raise self._lost("the shell ended")
-            # What follows a sentinel is a background process's late output: dropped.
-            if stream == STDOUT and code is None:
-                start = max(len(stdout) - 64, 0)
-                stdout += chunk
-                at = stdout.find(out_end, start)
-                end = stdout.find(b"\n", at + len(out_end)) if at >= 0 else -1
-                if end >= 0:
-                    code = int(stdout[at + len(out_end) : end])
-                    del stdout[at:]
-            elif stream == STDERR and not stderr_done:
-                start = max(len(stderr) - 64, 0)
-                stderr += chunk
-                if (at := stderr.find(err_end, start)) >= 0:
-                    stderr_done = True
-                    del stderr[at:]
-        return code, bytes(stdout), bytes(stderr)
+            streams[stream].feed(chunk)
+        return int(streams[STDOUT].trailer), streams[STDOUT].output, streams[STDERR].output
 
     def _lost(self, why: str) -> SandboxError:
         """The session is unusable: close it; every later step fails at once, in one line."""
         self.close()
         return SandboxError(f"{self._substrate}: session lost: {why}")
+
+
+class _Framed:
+    """One stream of a session step, up to its sentinel line (``\\n<marker>`` and the rest of
+    the line: `` <status>`` on stdout); what follows it, a background process's late
+    output, is dropped. Only the bytes that could begin the sentinel are held back."""
+
+    def __init__(self, marker: bytes, cap: int | None) -> None:
+        self._end = b"\n" + marker
+        self.output = Output(sys.maxsize if cap is None else cap)
+        self._pending = bytearray()
+        #: The rest of the sentinel's line, once it came (None: not yet).
+        self.trailer: bytes | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.trailer is not None
+
+    def feed(self, chunk: bytes) -> None:
+        if self.ended:
+            return
+        self._pending += chunk
+        at = self._pending.find(self._end)
+        if at < 0:
+            keep = len(self._end) - 1
+            if len(self._pending) > keep:
+                self.output.add(self._pending[:-keep])
+                del self._pending[:-keep]
+            return
+        self.output.add(self._pending[:at])
+        del self._pending[:at]
+        line = self._pending.find(b"\n", len(self._end))
+        if line >= 0:
+            self.trailer = bytes(self._pending[len(self._end) : line])
+            self._pending.clear()

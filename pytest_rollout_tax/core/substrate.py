@@ -28,7 +28,7 @@ from . import contract
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
-from .transport import Transport, without_userinfo
+from .transport import OUTPUT_CAP, Transport, without_userinfo
 
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
@@ -140,6 +140,8 @@ class Substrate(ABC):
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
     runtime: str | None = None
+    #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
+    output_cap: int = OUTPUT_CAP
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         self.name = name or self.kind
@@ -210,6 +212,11 @@ class Substrate(ABC):
         return 0
 
     @property
+    def secrets(self) -> list[str]:
+        """The credentials this substrate holds (API keys, tokens), kept out of every report."""
+        return []
+
+    @property
     def endpoint(self) -> str | None:
         """The control plane's URL (never with credentials); None: there is none (local)."""
         return None
@@ -278,7 +285,9 @@ class Substrate(ABC):
             raise
         except Exception as exc:
             raise SandboxStartError(f"{self.name}: {type(exc).__name__}: {exc}") from exc
-        sandbox = self._sandbox(handle, self._transport(handle), rollout, timeout, clock)
+        transport = self._transport(handle)
+        transport.output_cap = self.output_cap
+        sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
             sandbox.transport.open(clock)
             self._first_exec(sandbox, clock, "first_exec")
@@ -305,9 +314,11 @@ class Substrate(ABC):
         return sandbox
 
     def describe(self, rollout: Rollout) -> Rollout:
-        """``rollout`` with this substrate's kind, transport, runtime and price filled in."""
+        """``rollout`` with this substrate's kind, transport, runtime and price filled in, and
+        its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
+        rollout.secrets.update(self.secrets)
         return rollout
 
     def _sandbox(

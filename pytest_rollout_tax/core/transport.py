@@ -11,7 +11,7 @@ import re
 import shlex
 import signal
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import urlsplit
@@ -23,9 +23,28 @@ from .record import PhaseClock
 NOOP = ("true",)
 #: The exit code of a step killed by ``timeout -s KILL`` (128 + SIGKILL), as a shell reports it.
 KILLED = 128 + signal.SIGKILL
+#: The default cap on each stream of one step's output, in bytes: what comes past it is
+#: counted and discarded (``--rollout-output-cap``).
+OUTPUT_CAP = 64 << 20
 #: How runc reports a command that cannot start, whichever runtime relays it.
 _OCI_FAILED = re.compile(r"OCI runtime exec failed: (?P<reason>.*)", re.S)
 _OCI_NOT_FOUND = ("executable file not found", "no such file or directory", "chdir to cwd")
+
+
+class Output:
+    """One stream of a step's output as it arrives: kept up to ``cap`` bytes, the rest counted."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.data = bytearray()
+        #: Bytes that came, those past the cap included.
+        self.size = 0
+
+    def add(self, chunk: bytes | bytearray | memoryview) -> None:
+        self.size += len(chunk)
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,29 @@ class RawResult:
     exit_code: int
     stdout: bytes
     stderr: bytes
+    #: Bytes of output that came on both streams, past the cap included (None: all are kept).
+    output_bytes: int | None = None
+
+    @classmethod
+    def of(cls, exit_code: int, stdout: Output, stderr: Output) -> RawResult:
+        """The result of streams read through :class:`Output`."""
+        return cls(exit_code, bytes(stdout.data), bytes(stderr.data), stdout.size + stderr.size)
+
+    @classmethod
+    def capped(cls, exit_code: int, stdout: bytes, stderr: bytes, cap: int) -> RawResult:
+        """The result of streams a client read whole, cut to ``cap`` bytes each."""
+        return cls(exit_code, stdout[:cap], stderr[:cap], len(stdout) + len(stderr))
+
+    @property
+    def size(self) -> int:
+        """Bytes of output that came."""
+        kept = len(self.stdout) + len(self.stderr)
+        return kept if self.output_bytes is None else self.output_bytes
+
+    @property
+    def truncated(self) -> bool:
+        """Whether output past the cap was discarded."""
+        return self.size > len(self.stdout) + len(self.stderr)
 
     def reason(self) -> str:
         """Its stderr on one line, for an error message."""
@@ -51,6 +93,8 @@ class Transport(ABC):
 
     #: The name users select it by (``docker.transport=session``).
     name: ClassVar[str]
+    #: Bytes of each output stream a step keeps (the substrate sets it when it starts one).
+    output_cap: int = OUTPUT_CAP
 
     def open(self, clock: PhaseClock) -> None:  # noqa: B027 - most transports open nothing
         """Called during the cold start, before the first no-op; mark a phase if it costs."""
@@ -59,7 +103,8 @@ class Transport(ABC):
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        """Run ``argv`` in ``cwd`` with ``env`` added; exit status and output as a result."""
+        """Run ``argv`` in ``cwd`` with ``env`` added; exit status and output as a result,
+        each stream kept up to :attr:`output_cap` bytes (read through :class:`Output`)."""
 
     @abstractmethod
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
@@ -125,14 +170,6 @@ def one_line(text: object, limit: int = 300) -> str:
     """``text`` on one line, at most ``limit`` characters: for error messages."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (of six characters or more) replaced by ``[REDACTED]``."""
-    for secret in secrets:
-        if secret and len(secret) >= 6:
-            text = text.replace(secret, "[REDACTED]")
-    return text
 
 
 def without_userinfo(endpoint: str) -> str:

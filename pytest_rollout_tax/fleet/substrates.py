@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Prepare, Substrate
+from ..core.transport import OUTPUT_CAP
 from ..errors import RolloutTaxError, SubstrateUnavailable
 from ..substrates.registry import Registry
 from ..substrates.selection import SubstrateSpec
@@ -26,6 +27,8 @@ class Substrates:
     specs: dict[str, SubstrateSpec]
     registry: Registry
     session_id: str
+    #: Bytes of each output stream a step keeps, on every substrate.
+    output_cap: int = OUTPUT_CAP
     _substrates: dict[str, Substrate] = field(default_factory=dict)
     _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
     _warm: dict[str, WarmPool] = field(default_factory=dict)
@@ -50,12 +53,14 @@ class Substrates:
         if name not in self._substrates:
             spec = self.specs[name]
             try:
-                self._substrates[name] = self.registry.create(
+                substrate = self.registry.create(
                     spec.name, spec.kind, session_id=self.session_id, **spec.options
                 )
             except RolloutTaxError as exc:
                 self._errors[name] = exc
                 raise
+            substrate.output_cap = self.output_cap
+            self._substrates[name] = substrate
         return self._substrates[name]
 
     def start(

@@ -25,6 +25,8 @@ from .compare import Check, judge
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
 MIN_COMPARISONS = 500
 DEFAULT_COMPARISONS = 1000
+#: The most: a calibration's time grows with them (a million is minutes, not hours).
+MAX_COMPARISONS = 1_000_000
 #: The power ``rounds_for_95`` asks for, the largest rounds it tries, and the comparisons per
 #: round count it tries (fewer than the headline figures: it is a search).
 POWER_TARGET = 0.95

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.paths import regular_file
 from ..core.stats import STAT_NAMES
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
-from ..report.files import report_target, write_json
+from ..report.files import write_json
 from ..report.schema import READABLE_SCHEMAS, SAMPLE_METRICS, SCHEMA
 
 DEFAULT_STORAGE = ".rollout-tax"
@@ -64,6 +65,8 @@ class Storage:
 
     def check_writable(self, name: str | None = None) -> None:
         """Fail fast (before any rollout runs) when runs cannot be saved here (as ``name``)."""
+        if self.root.exists() and not self.root.is_dir():
+            raise SavedRunError(f"storage directory {self}: not a directory")
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -75,7 +78,7 @@ class Storage:
         if name is not None:
             path = self.root / f"{check_name(name)}.json"
             try:
-                report_target(path)
+                regular_file(path)
             except NotRegularFileError as exc:
                 raise SavedRunError(f"cannot save {name!r} as {path}: {exc.strerror}") from None
 
@@ -141,7 +144,7 @@ class Storage:
             if not path.exists():
                 raise NoSavedRun(f"no baseline file {ref}")
             return path
-        if ref.endswith(".json") and Path(ref).is_file():
+        if ref.endswith(".json") and Path(ref).exists():  # loading says if it is not a file
             return Path(ref)
         stem = ref.removesuffix(".json")
         candidate = self.root / f"{stem}.json"
@@ -153,7 +156,7 @@ class Storage:
             raise SavedRunError(f"{ref!r} is ambiguous in {self}: {names}")
         if numbered:
             return numbered[0]
-        if Path(ref).is_file():
+        if Path(ref).exists():  # loading says if it is not a file
             return Path(ref)
         raise NoSavedRun(f"no baseline {ref!r} in {self}")
 
@@ -187,8 +190,13 @@ def autosave_label(commit: Any) -> str:
 
 
 def load(path: str | os.PathLike[str]) -> SavedRun:
-    """Read and validate a saved run; every problem is one SavedRunError naming the file."""
+    """Read and validate a saved run; every problem is one SavedRunError naming the file.
+    A directory, a FIFO or a device is refused before anything reads it."""
     path = Path(path)
+    try:
+        regular_file(path)
+    except NotRegularFileError as exc:
+        raise SavedRunError(f"{path}: {exc.strerror}; expected a saved run's .json file") from None
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

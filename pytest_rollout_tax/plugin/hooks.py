@@ -59,9 +59,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     registry = Registry.discover()
     settings = Settings.from_config(config, registry)
-    substrates = Substrates(
-        settings.specs, registry, xdist.controller_session_id(config) or new_id()
-    )
+    session_id = xdist.controller_session_id(config) or new_id()
+    substrates = Substrates(settings.specs, registry, session_id, settings.output_cap)
     try:
         substrates.validate()
     except RolloutTaxError as exc:

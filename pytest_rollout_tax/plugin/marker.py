@@ -10,6 +10,8 @@ from ..core import contract
 from ..core.substrate import Prepare
 
 MARK_NAME = "@pytest.mark.trajectory"
+#: The ceilings of ``steps`` (a trajectory length to project) and ``rounds`` (each a test item).
+MAX_COUNTS = {"steps": 1_000_000, "rounds": 10_000}
 
 
 class Mark(Protocol):
@@ -49,8 +51,9 @@ class Trajectory:
         kwargs = mark.kwargs
         for name in ("steps", "rounds"):
             value = kwargs.get(name)
-            if value is not None and (type(value) is not int or value < 1):
-                raise _bad_argument(name, value, at, "expected a positive integer")
+            most = MAX_COUNTS[name]
+            if value is not None and (type(value) is not int or not 1 <= value <= most):
+                raise _bad_argument(name, value, at, f"expected an integer from 1 to {most:,}")
         timeout = kwargs.get("timeout")
         try:
             contract.check_timeout(timeout)

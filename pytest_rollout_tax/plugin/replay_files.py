@@ -26,6 +26,7 @@ from ..replay import (
     load,
     replay,
 )
+from ..replay.load import REPLAY_SUFFIXES
 from ..replay.model import think_known
 from ..replay.swe_agent import TOOL_BUNDLES
 from . import xdist
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
 
 #: The module name replay functions carry (pytest collects only a module's own functions).
 MODULE = "pytest_rollout_tax.replayed"
-#: Suffixes of the files taken from a directory given to ``--rollout-replay``.
-REPLAY_SUFFIXES = (".traj", ".json", ".jsonl")
 #: Formats whose files hold rows: their items are named by trajectory id.
 ROW_FORMATS = ("openai-messages", "swe-smith")
 NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
@@ -59,6 +58,8 @@ class ReplayCollection:
         self.config = config
         self.mode = settings.replay_mode
         self.globs = settings.replay_globs
+        #: Bytes of output a step keeps: a recorded output over it cannot be replayed.
+        self.output_cap = settings.output_cap
         resolved = [path.resolve() for path in settings.replay_paths]
         self.files = {path for path in resolved if path.is_file()}
         self.directories = [path for path in resolved if path.is_dir()]
@@ -73,7 +74,7 @@ class ReplayCollection:
         if origin is None:
             return None
         try:
-            trajectories = load(path)
+            trajectories = load(path, max_bytes=self.output_cap)
         except NotATrajectory as exc:
             if origin == "found":
                 self.notes.skipped.append(self._relative(path))

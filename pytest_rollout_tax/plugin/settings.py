@@ -4,6 +4,7 @@ checked when pytest configures: a bad value is a usage error before any test run
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,15 @@ from typing import Any
 import pytest
 
 from .. import flags
-from ..errors import ConfigError, RolloutTaxError
+from ..core.paths import regular_file
+from ..core.transport import OUTPUT_CAP
+from ..errors import ConfigError, NotRegularFileError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
 from ..gate.storage import DEFAULT_STORAGE
 from ..page import plots
 from ..replay import MODES, Mode
+from ..replay.load import REPLAY_SUFFIXES
 from ..report.aggregate import STEP_CHOICES
 from ..report.files import check_report_path
 from ..report.projection import Scale
@@ -27,6 +31,13 @@ from .shard import Shard, parse_start
 
 #: ``--rollout-order`` choices.
 ORDERS = ("grouped", "interleave")
+#: Ceilings of the counts: each rollout is a pytest item and each probe an exec, held in memory
+#: and run in turn; a fleet is a number of workers to project onto.
+MAX_ROUNDS = 10_000
+MAX_PROBES = 10_000
+#: The largest ``--rollout-output-cap``: a step's output is held in memory.
+MAX_OUTPUT_CAP = 16 << 30
+_SIZE = re.compile(r"(\d{1,12})\s*([kmgKMG]?)")
 
 # -- options ---------------------------------------------------------------------------------
 
@@ -89,6 +100,10 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "fail the run when the run just saved starts a new change point (a slowdown) in the "
      "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
      "bool", False),
+    ("--rollout-output-cap", {"metavar": "BYTES"},
+     "bytes of each output stream (stdout, stderr) one step keeps, e.g. 67108864, 64m or 1g; "
+     "past it, output is counted and discarded, and the result says it was truncated "
+     "(default 64m)", "string", "64m"),
     ("--rollout-order", {"metavar": "grouped|interleave"},
      "run order of the rollouts: grouped (each workload's substrates and rounds together) or "
      "interleave (round-robin across substrates: A B A B ..., fair on a drifting machine); "
@@ -130,7 +145,9 @@ def option(config: pytest.Config, flag: str) -> Any:
     return config.getini(name) if value is None or value == [] else value
 
 
-def number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
+def number(
+    config: pytest.Config, flag: str, kind: type, minimum: float, maximum: float = math.inf
+) -> Any:
     value = option(config, flag)
     try:
         number = kind(value)
@@ -140,6 +157,8 @@ def number(config: pytest.Config, flag: str, kind: type, minimum: float) -> Any:
         raise pytest.UsageError(f"{flag}={value!r}: expected a finite number")
     if number < minimum:
         raise pytest.UsageError(f"{flag}={value!r}: must be at least {minimum}")
+    if number > maximum:
+        raise pytest.UsageError(f"{flag}={value!r}: at most {maximum:,}")
     return number
 
 
@@ -177,6 +196,8 @@ class Settings:
     shard: Shard | None = None
     #: Epoch seconds to wait for before the first create (``--rollout-start-at``), or None.
     start_at: float | None = None
+    #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
+    output_cap: int = OUTPUT_CAP
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -212,8 +233,7 @@ class Settings:
             )
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
-                if not path.exists():
-                    raise ValueError(f"--rollout-replay={path}: no such file or directory")
+                _check_replay_path(path)
             replay_mode = str(option(config, "--rollout-replay-mode"))
             if replay_mode not in MODES:
                 raise ValueError(
@@ -234,6 +254,7 @@ class Settings:
             shard = Shard.parse(shard_text, "--rollout-shard") if shard_text else None
             start_text = option(config, "--rollout-start-at")
             start_at = parse_start(start_text, "--rollout-start-at") if start_text else None
+            output_cap = _size(str(option(config, "--rollout-output-cap")), "--rollout-output-cap")
             history_fail = bool(option(config, "--rollout-history-fail"))
             if history_fail:
                 history.require()
@@ -243,9 +264,9 @@ class Settings:
             raise pytest.UsageError(str(exc)) from None
         return cls(
             specs={spec.name: spec for spec in specs},
-            rounds=number(config, "--rollout-rounds", int, 1),
+            rounds=number(config, "--rollout-rounds", int, 1, MAX_ROUNDS),
             rounds_from_cli=config.getoption("rollout_rounds") is not None,
-            probes=number(config, "--rollout-probes", int, 0),
+            probes=number(config, "--rollout-probes", int, 0, MAX_PROBES),
             scale=scale,
             json_path=json_path,
             bursts=bursts,
@@ -261,7 +282,35 @@ class Settings:
             order=order,
             shard=shard,
             start_at=start_at,
+            output_cap=output_cap,
         )
+
+
+def _check_replay_path(path: Path) -> None:
+    """A trajectory file, or a directory holding one; else a ValueError naming the problem."""
+    where = f"--rollout-replay={path}"
+    if not path.exists():
+        raise ValueError(f"{where}: no such file or directory")
+    if path.is_dir():
+        if not any(p.is_file() and p.name.endswith(REPLAY_SUFFIXES) for p in path.rglob("*")):
+            suffixes = ", ".join(f"*{suffix}" for suffix in REPLAY_SUFFIXES)
+            raise ValueError(f"{where}: no trajectory file ({suffixes}) in this directory")
+        return
+    try:
+        regular_file(path)
+    except NotRegularFileError as exc:
+        raise ValueError(f"{where}: {exc.strerror}; expected a trajectory file") from None
+
+
+def _size(text: str, flag: str) -> int:
+    """``64m`` -> 67108864: bytes, or k, m, g (binary units); from 1 byte to MAX_OUTPUT_CAP."""
+    match = _SIZE.fullmatch(text.strip())
+    if not match:
+        raise ValueError(f"{flag}={text!r}: expected a size in bytes like 67108864, 64m or 1g")
+    size = int(match[1]) * 1024 ** " kmg".index((match[2] or " ").lower())
+    if not 1 <= size <= MAX_OUTPUT_CAP:
+        raise ValueError(f"{flag}={text!r}: expected 1 byte to {MAX_OUTPUT_CAP >> 30}g")
+    return size
 
 
 def _burst_levels(text: str) -> list[int]:

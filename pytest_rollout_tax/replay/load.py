@@ -11,9 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.paths import regular_file
+from ..errors import NotRegularFileError
 from . import mini_swe_agent, openai_messages, rollout_tax, swe_agent
 from .model import RecordedTrajectory, TrajectoryError, fail, not_a_trajectory
 
+#: Suffixes of the files taken from a directory given to ``--rollout-replay``.
+REPLAY_SUFFIXES = (".traj", ".json", ".jsonl")
 #: The largest recorded time (seconds) and output size (bytes) a step may have: beyond them a
 #: recording is corrupt, not long.
 MAX_SECONDS = 1e9
@@ -53,19 +57,24 @@ class Row:
     place: str
 
 
-def load(path: str | Path) -> list[RecordedTrajectory]:
+def load(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[RecordedTrajectory]:
     """Every trajectory in ``path``. A TrajectoryError names the file and the line (or the
-    row and field); a NotATrajectory says the file holds no trajectory at all."""
+    row and field), as it does for a step whose recorded output is over ``max_bytes`` (the
+    output cap of a step); a NotATrajectory says the file holds no trajectory at all."""
     path = Path(path)
-    trajectories = _trajectories(path, rows(path))
+    try:
+        trajectories = _trajectories(path, rows(path))
+    except RecursionError:  # a reader walking what the JSON parser accepted
+        raise fail(f"{path}:1", "nested too deeply") from None
     for trajectory in trajectories:
-        check(trajectory)
+        check(trajectory, min(max_bytes, MAX_BYTES))
     return trajectories
 
 
-def check(trajectory: RecordedTrajectory) -> None:
+def check(trajectory: RecordedTrajectory, max_bytes: int = MAX_BYTES) -> None:
     """Reject recorded figures no real run has: a corrupt time or size, a negative duration,
-    step times that add up to more than the trajectory's wall time."""
+    step times that add up to more than the trajectory's wall time, a NUL in a command; and
+    output sizes a step would cut."""
     total = 0.0
     for index, step in enumerate(trajectory.steps):
         where = f"{trajectory.source}: {trajectory.trajectory_id}: step {index + 1}"
@@ -84,12 +93,19 @@ def check(trajectory: RecordedTrajectory) -> None:
                 f"its steps' times add up to {total:g} s, more than the trajectory's "
                 f"{trajectory.wall_s:g} s from first to last timestamp",
             )
-        if step.output_bytes is not None and step.output_bytes > MAX_BYTES:
-            raise fail(where, f"output_bytes={step.output_bytes}: more than {MAX_BYTES} bytes")
+        if step.command is not None and "\0" in step.command:
+            raise fail(where, "the command contains a NUL byte")
+        if step.output_bytes is not None and step.output_bytes > max_bytes:
+            cap = "more than" if max_bytes == MAX_BYTES else "over the output cap of"
+            raise fail(where, f"output_bytes={step.output_bytes}: {cap} {max_bytes} bytes")
 
 
 def rows(path: Path) -> list[Row]:
     """The JSON values of ``path``: one document (a JSON array: its elements), or JSONL."""
+    try:
+        regular_file(path)
+    except NotRegularFileError as exc:  # a FIFO or a device: refused before it is read
+        raise TrajectoryError(f"{path}: {exc.strerror}; expected a trajectory file") from None
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

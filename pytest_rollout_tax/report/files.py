@@ -2,44 +2,15 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..core.paths import regular_file
 from ..errors import ConfigError, NotRegularFileError
-
-#: What a path that is not a regular file is, by its mode.
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a fifo"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISLNK, "a symbolic link loop"),
-)
-
-
-def report_target(path: str | os.PathLike[str]) -> Path:
-    """The file a report written to ``path`` replaces: symbolic links followed to their target.
-
-    Raises NotRegularFileError when that file exists and is not a regular file.
-    """
-    target = Path(os.path.realpath(path))
-    try:
-        mode = target.lstat().st_mode
-    except OSError:  # missing (a new file), or unreachable: the write itself reports it
-        return target
-    if stat.S_ISREG(mode):
-        return target
-    kind = next((name for test, name in _KINDS if test(mode)), "a special file")
-    if os.path.abspath(path) != str(target):
-        kind = f"it resolves to {target}, {kind}"
-    raise NotRegularFileError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
 
 
 def current_umask() -> int:
@@ -61,7 +32,7 @@ def check_report_path(path: str | os.PathLike[str], where: str) -> Path:
     if Path(path).is_dir():
         raise ConfigError(f"{where}: is a directory; name a file")
     try:
-        target = report_target(path)
+        target = regular_file(path)
     except NotRegularFileError as exc:
         raise ConfigError(f"{where}: {exc.strerror}; name a regular file or a new one") from None
     try:
@@ -113,7 +84,7 @@ def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], Non
 
     Through a symlink, its target is replaced; the file's mode is 0666 less the umask.
     """
-    target = report_target(path)
+    target = regular_file(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:

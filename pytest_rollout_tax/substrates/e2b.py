@@ -25,7 +25,7 @@ from typing import Any
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
-from ..core.transport import RawResult, Transport, redact, step_timeout
+from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import (
     ConfigError,
     CredentialsMissing,
@@ -33,6 +33,7 @@ from ..errors import (
     SandboxError,
     SandboxStartError,
     SubstrateUnavailable,
+    redact,
 )
 
 try:
@@ -129,8 +130,9 @@ class E2BCommands(Transport):
                 timeout=timeout or 0,
             )
             result = handle.wait()
-        except CommandExitException as exc:
-            return RawResult(exc.exit_code, _encode(exc.stdout), _encode(exc.stderr))
+        except CommandExitException as exc:  # the SDK keeps output whole: cut to the cap here
+            stdout, stderr = _encode(exc.stdout), _encode(exc.stderr)
+            return RawResult.capped(exc.exit_code, stdout, stderr, self.output_cap)
         except (SandboxNotRunningException, SandboxUnreachableException) as exc:
             raise self._fail(exc, "running a command") from None
         except TimeoutException as exc:
@@ -146,7 +148,8 @@ class E2BCommands(Transport):
             raise self._fail(exc, "running a command") from None
         except Exception as exc:
             raise self._fail(exc, "running a command") from None
-        return RawResult(result.exit_code, _encode(result.stdout), _encode(result.stderr))
+        stdout, stderr = _encode(result.stdout), _encode(result.stderr)
+        return RawResult.capped(result.exit_code, stdout, stderr, self.output_cap)
 
     def _kill(self, pid: int | None, command: str) -> None:
         """Kill a timed-out command: by pid, or, if it timed out before it reported one, by
@@ -297,6 +300,10 @@ class E2BSubstrate(Substrate):
         return removed
 
     # -- errors ------------------------------------------------------------------------------
+
+    @property
+    def secrets(self) -> list[str]:
+        return [self._key]
 
     def redact(self, value: object) -> str:
         """``str(value)`` without the API key in it."""

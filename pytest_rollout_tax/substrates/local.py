@@ -12,6 +12,7 @@ import re
 import selectors
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -25,8 +26,8 @@ from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
 from ..core.substrate import Substrate, SubstrateOptions, process_alive
-from ..core.transport import RawResult, Transport, step_timeout
-from ..errors import SandboxStartError
+from ..core.transport import Output, RawResult, Transport, step_timeout
+from ..errors import NotRegularFileError, SandboxStartError
 
 #: The host's standard tools, plus the directory of the Python running the tests.
 DEFAULT_PATH = os.pathsep.join(
@@ -43,6 +44,9 @@ DEFAULT_PATH = os.pathsep.join(
 
 
 WORKDIR_PREFIX = "rollout-tax-"
+#: Every command of a local sandbox has this variable, set to its workdir: reaping a workdir
+#: left by a killed session kills every process that carries it, wherever it went.
+SANDBOX_VARIABLE = "ROLLOUT_TAX_SANDBOX"
 #: While a session's shell is silent, how often it is polled: a background child of a dead
 #: shell can hold its pipes open, so they alone would not end.
 LIVENESS_S = 0.5
@@ -91,7 +95,7 @@ class LocalExec(Transport):
         except OSError as exc:
             return _not_started(exc, cwd)
         try:
-            stdout, stderr = process.communicate(timeout=timeout)
+            stdout, stderr = _read_capped(process, timeout, self.output_cap)
         except subprocess.TimeoutExpired:
             _kill_group(process)
             raise step_timeout(self._substrate, timeout) from None
@@ -100,7 +104,7 @@ class LocalExec(Transport):
             raise
         self._handle.leftovers.step_ended(process.pid)
         code = process.returncode
-        return RawResult(128 - code if code < 0 else code, stdout, stderr)  # signals as sh does
+        return RawResult.of(128 - code if code < 0 else code, stdout, stderr)  # signals as sh does
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         """Direct file I/O in the workdir on this host: nothing to time out."""
@@ -112,7 +116,14 @@ class LocalExec(Transport):
         target.write_bytes(data)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
-        return Path(path).read_bytes()
+        # O_NONBLOCK: a FIFO opens at once (no writer needed); then only a file is read
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as opened:
+            mode = os.fstat(opened.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise file_error(IsADirectoryError, path)
+            if not stat.S_ISREG(mode):
+                raise file_error(NotRegularFileError, path)
+            return opened.read()
 
 
 class LocalShell(Duplex):
@@ -178,12 +189,40 @@ def _not_started(exc: OSError, cwd: str) -> RawResult:
     return RawResult(code, b"", f"{exc.filename}: {exc.strerror}\n".encode())
 
 
+def _read_capped(
+    process: subprocess.Popen, timeout: float | None, cap: int
+) -> tuple[Output, Output]:
+    """A child's stdout and stderr to their end, each kept up to ``cap`` bytes, then its exit;
+    TimeoutExpired past ``timeout`` (checked between reads: a flood cannot outrun it)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    outputs = {process.stdout.fileno(): Output(cap), process.stderr.fileno(): Output(cap)}
+    pipes = (process.stdout, process.stderr)
+    with selectors.DefaultSelector() as selector, contextlib.ExitStack() as closing:
+        for pipe in pipes:
+            closing.enter_context(pipe)
+            selector.register(pipe, selectors.EVENT_READ)
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired(process.args, timeout)
+            for key, _ in selector.select(left):
+                chunk = os.read(key.fd, 1 << 16)
+                if chunk:
+                    outputs[key.fd].add(chunk)
+                else:
+                    selector.unregister(key.fileobj)
+    left = None if deadline is None else max(deadline - time.monotonic(), 0)
+    process.wait(left)
+    stdout, stderr = outputs.values()
+    return stdout, stderr
+
+
 def _kill_group(process: subprocess.Popen) -> None:
     """SIGKILL a running child's process group (its leader is not reaped yet: the id is still
     the child's) and collect the child."""
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    process.communicate()
+    process.wait()
 
 
 class Leftovers:
@@ -231,6 +270,25 @@ class Leftovers:
                 os.kill(pid, signal.SIGKILL)
 
 
+def kill_marked(workdir: str) -> None:
+    """SIGKILL every process of the sandbox at ``workdir``: those whose environment has its
+    :data:`SANDBOX_VARIABLE` and those working inside it (for a session killed outright)."""
+    marker = f"\0{SANDBOX_VARIABLE}={workdir}\0".encode()
+    inside = os.path.join(workdir, "")
+    with contextlib.suppress(FileNotFoundError):  # no /proc: nothing to find them by
+        for pid, _, _, _, cwd in _processes():
+            if pid in (os.getpid(), os.getppid()):
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as environ:
+                    marked = marker in b"\0" + environ.read() + b"\0"
+            except OSError:  # gone, or another user's
+                marked = False
+            if marked or os.path.join(cwd, "").startswith(inside):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+
+
 def _ticks() -> int:
     """Now, in the clock ticks since boot that /proc/PID/stat gives start times in."""
     return int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
@@ -265,6 +323,7 @@ class LocalSubstrate(Substrate):
             ) from None
         clock.mark("create")
         env = {"PATH": DEFAULT_PATH, "HOME": workdir, "LANG": "C.UTF-8", "TMPDIR": workdir}
+        env[SANDBOX_VARIABLE] = workdir
         return LocalHandle(
             id=workdir, workdir=workdir, env=env | self.options.env, leftovers=Leftovers(workdir)
         )
@@ -291,6 +350,7 @@ class LocalSubstrate(Substrate):
                 continue
             if session_id is None and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
+            kill_marked(str(path))
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
         return removed

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import uuid
 
 import pytest
+
+from pytest_rollout_tax import NotRegularFileError
 
 
 def test_text_and_bytes_round_trip_exactly_in_nested_directories(box, space):
@@ -40,6 +43,28 @@ def test_reads_follow_symbolic_links(box, space):
     box.write_file(f"{space}/target", "via link")
     assert box.exec(["ln", "-s", "target", f"{space}/link"]).ok
     assert box.read_file(f"{space}/link") == "via link"
+
+
+def test_writes_go_through_symbolic_links(box, space):
+    """Finding 4: docker exec replaced the link by a file (the target kept its content), and
+    so did the e2b stand-in."""
+    box.write_file(f"{space}/target", "old")
+    assert box.exec(f"cd {space} && ln -s target link && ln -s link chain").ok
+    box.write_file(f"{space}/link", "new")
+    assert box.read_file(f"{space}/target") == "new"
+    box.write_file(f"{space}/chain", "newer")
+    assert box.read_file(f"{space}/target") == "newer"
+    assert box.exec(f"test -L {space}/link && test -L {space}/chain").ok
+
+
+def test_writing_through_a_link_to_a_directory_is_is_a_directory_and_keeps_both(box, space):
+    """Finding 4: docker exec replaced a link to a directory instead of raising."""
+    box.write_file(f"{space}/d/keep", "kept")
+    assert box.exec(["ln", "-s", "d", f"{space}/dlink"]).ok
+    with pytest.raises(IsADirectoryError):
+        box.write_file(f"{space}/dlink", "x")
+    assert box.exec(f"test -L {space}/dlink").ok
+    assert box.read_file(f"{space}/dlink/keep") == "kept"
 
 
 def test_absolute_paths_and_paths_leaving_the_workdir_are_allowed(box, space):
@@ -126,3 +151,21 @@ def test_file_steps_are_recorded_whether_they_succeed_or_fail(box, space):
         "read_file",
         "read_file",
     ]
+
+
+@pytest.mark.parametrize("path", ["fifo", "/dev/zero", "/dev/null"])
+def test_reading_anything_but_a_regular_file_is_one_error_that_never_blocks(box, space, path):
+    """Finding 8: local exec hung on a FIFO, /dev/zero gave MemoryError, sessions were lost,
+    docker said "Not a regular file" as a plain OSError."""
+    assert box.exec(["mkfifo", f"{space}/fifo"]).ok
+    target = f"{space}/{path}" if path == "fifo" else path
+    with pytest.raises(NotRegularFileError) as raised:
+        box.read_file(target)
+    assert raised.value.errno == errno.EINVAL and raised.value.filename == box.path(target)
+    assert box.exec("echo alive").stdout == "alive\n"
+
+
+def test_kernel_files_are_read_as_the_kernel_gives_them(box):
+    """Finding 8: docker exec could not read /proc/self/status (FileNotFoundError)."""
+    assert box.read_file("/proc/self/status").startswith("Name:")
+    assert box.read_file("/proc/version").startswith("Linux version")

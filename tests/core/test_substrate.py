@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from support.substrates import SESSION_SHELL_PID
 
 from pytest_rollout_tax import ConfigError, SandboxError, SandboxStartError, get_substrate
 from pytest_rollout_tax.core.record import EPOCH_MARKS, Rollout
@@ -33,7 +34,7 @@ def test_the_session_is_a_phase_of_the_cold_start_and_the_record_names_the_trans
 def test_a_session_whose_shell_dies_fails_the_step_in_one_line_and_closes():
     with get_substrate("local", transport="session").start() as sandbox:
         with pytest.raises(SandboxError, match=r"^local: session lost: the shell ended$"):
-            sandbox.exec("kill -9 $PPID")  # no timeout: its parent is the session's shell
+            sandbox.exec(f"kill -9 $({SESSION_SHELL_PID})")
         with pytest.raises(SandboxError, match=r"^local: the session is closed$"):
             sandbox.exec("true")
 

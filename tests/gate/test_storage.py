@@ -125,7 +125,7 @@ def test_check_writable(tmp_path: Path) -> None:
     Storage(tmp_path / "new" / "dir").check_writable()
     assert (tmp_path / "new" / "dir").is_dir()
     (tmp_path / "file").write_text("")
-    with pytest.raises(SavedRunError, match=r"^storage directory .*file/: cannot create"):
+    with pytest.raises(SavedRunError, match=r"^storage directory .*file/: not a directory$"):
         Storage(tmp_path / "file").check_writable()
 
 
@@ -317,7 +317,7 @@ def test_load_rejects_bad_files(tmp_path: Path, content, message: str) -> None:
 
 
 def test_load_unreadable(tmp_path: Path) -> None:
-    with pytest.raises(SavedRunError, match=r"cannot read: Is a directory"):
+    with pytest.raises(SavedRunError, match=r"not a regular file \(a directory\)"):
         load(tmp_path)
     with pytest.raises(SavedRunError, match=r"cannot read: No such file"):
         load(tmp_path / "missing.json")

@@ -269,10 +269,10 @@ def assert_usage_error(result, *messages):
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("rounds=0", "@pytest.mark.trajectory(rounds=0) in test_m.py::test_x: expected a positive "
-         "integer"),
-        ("steps='many'", "@pytest.mark.trajectory(steps='many') in test_m.py::test_x: expected a "
-         "positive integer"),
+        ("rounds=0", "@pytest.mark.trajectory(rounds=0) in test_m.py::test_x: expected an integer "
+         "from 1 to 10,000"),
+        ("steps='many'", "@pytest.mark.trajectory(steps='many') in test_m.py::test_x: expected an "
+         "integer from 1 to 1,000,000"),
         ("wait=1", "@pytest.mark.trajectory in test_m.py::test_x: unknown argument(s) wait"),
         ("5", "@pytest.mark.trajectory in test_m.py::test_x: takes keyword arguments only, "
          "got (5,)"),

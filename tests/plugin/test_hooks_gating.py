@@ -333,7 +333,7 @@ def test_bad_baseline_file(suite: pytest.Pytester, content: bytes, message: str)
         (["--rollout-save=../outside"], "--rollout-save='../outside'"),
         (
             ["--rollout-save=main", "--rollout-storage=afile"],
-            "storage directory afile/: cannot create",
+            "storage directory afile/: not a directory",
         ),
     ],
 )

@@ -22,6 +22,7 @@ from support.pytest_process import interrupt
 
 from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id, process_alive
 from pytest_rollout_tax.substrates.docker import KEEPALIVE, OWNER_LABEL, DockerSubstrate
+from pytest_rollout_tax.substrates.docker.lifecycle import USER_LABEL, current_user
 
 pytestmark = pytest.mark.usefixtures("sandbox_image")
 
@@ -288,8 +289,11 @@ def test_rollout_reap_removes_leftovers_and_spares_live_sessions(tmp_path, docke
         return container
 
     session = f"leftover-{new_id()}"
-    dead = make({SESSION_LABEL: session})  # by hand, as a crashed session would leave it
-    dead_owner = make({SESSION_LABEL: session, OWNER_LABEL: f"{os.uname().nodename}:999999999"})
+    user = {USER_LABEL: current_user()}  # docker.reap=mine: this user's leftovers
+    dead = make({SESSION_LABEL: session} | user)  # no owner, as a crashed session leaves it
+    dead_owner = make(
+        {SESSION_LABEL: session, OWNER_LABEL: f"{os.uname().nodename}:999999999"} | user
+    )
     live = make({SESSION_LABEL: f"live-{new_id()}", OWNER_LABEL: f"{os.uname().nodename}:1"})
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     code, output = run(tmp_path, tmp_path / "unused.log", "--rollout-reap")

@@ -26,6 +26,7 @@ from support.ec2_moto import (
     substrate_opt_args,
     wait_until,
 )
+from support.substrates import SESSION_SHELL_PID
 
 from pytest_rollout_tax.core.substrate import ROLLOUT_LABEL, SESSION_LABEL
 from pytest_rollout_tax.errors import (
@@ -208,13 +209,13 @@ def test_every_step_of_a_session_sandbox_uses_one_channel(make_ec2):
         opened = channels_opened(sb)
         shells, connections = set(), set()
         for i in range(5):
-            shells.add(sb.exec("echo $PPID").stdout)  # the parent of each command: the shell
+            shells.add(sb.exec(SESSION_SHELL_PID).stdout)
             connections.add(sb.exec("echo $SSH_CONNECTION").stdout)
             sb.write_file(f"f{i}", str(i))
             assert sb.read_file(f"f{i}") == str(i)
         with pytest.raises(StepTimeout, match="ec2: step ran past its 1 s timeout; killed"):
             sb.exec("sleep 300", timeout=1)
-        shells.add(sb.exec("echo $PPID").stdout)
+        shells.add(sb.exec(SESSION_SHELL_PID).stdout)
         assert (len(shells), len(connections)) == (1, 1)
         assert channels_opened(sb) == opened  # no channel per step, no SFTP
     with make_ec2().start() as exec_sb:  # the count is real: exec opens one per step
@@ -240,7 +241,7 @@ def test_a_session_whose_shell_dies_fails_the_next_step_in_one_line(
 ):
     sb = make_ec2(transport="session").start()  # no step timeout: nothing bounds a hang
     try:
-        shell = sb.exec("echo $PPID").stdout.strip()
+        shell = sb.exec(SESSION_SHELL_PID).stdout.strip()
         sshd_target.container.exec_run(["kill", "-KILL", shell])
         assert str(lost_session_step(sb)) == "ec2: session lost: the shell ended"
         with pytest.raises(SandboxError) as info:

@@ -66,7 +66,7 @@ from e2b.envd.process import process_connect, process_pb
 from protobuf import Oneof
 
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
-from pytest_rollout_tax.substrates.docker.archive import put_archive
+from pytest_rollout_tax.substrates.docker.archive import link_target, put_archive
 
 #: The envd version the stand-in claims; the SDK picks protocol features by it.
 ENVD_VERSION = "0.6.4"
@@ -454,6 +454,11 @@ class StandInE2B:
         if isinstance(sandbox, web.Response):
             return sandbox
         path = posixpath.join(HOME, request.query.get("path", ""))
+        if path.startswith(("/proc/", "/sys/")):  # the archive API cannot copy them
+            code, data = await asyncio.to_thread(sandbox.container.exec_run, ["cat", path])
+            if code != 0:
+                return _error(404, f"path '{path}' does not exist")
+            return web.Response(body=data, content_type="application/octet-stream")
         for _ in range(8):  # follow symbolic links, as envd's open() does
             try:
                 stream, stat = await asyncio.to_thread(sandbox.container.get_archive, path)
@@ -466,6 +471,8 @@ class StandInE2B:
             if not stat.get("linkTarget"):
                 break
             path = posixpath.join(posixpath.dirname(path), stat["linkTarget"])
+        if stat["mode"] & _NOT_REGULAR:
+            return _error(400, f"path '{path}' is not a regular file")
         archive = await asyncio.to_thread(lambda: b"".join(stream))
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             member = tar.next()
@@ -495,6 +502,11 @@ class StandInE2B:
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             for path, data in files:
                 absolute = posixpath.normpath(posixpath.join(HOME, path))
+                # as envd's open(2) writes: through a symbolic link
+                api, container_id = sandbox.container.client.api, sandbox.container.id
+                absolute = (
+                    await asyncio.to_thread(link_target, api, container_id, absolute) or absolute
+                )
                 # envd creates missing parents as the user; docker would make them root's, so
                 # the directories below the home go in the archive (mode 755, the user's).
                 parent = posixpath.dirname(absolute)
@@ -533,6 +545,10 @@ class StandInE2B:
         if isinstance(sandbox, web.Response):
             raise ConnectError(Code.UNAVAILABLE, "the sandbox was not found")
         return sandbox
+
+
+#: Go's os.FileMode bits of what is not a regular file: named pipe, socket, device, char device.
+_NOT_REGULAR = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21)
 
 
 def _tar_entry(path: str, uid: int, kind: bytes, mode: int) -> tarfile.TarInfo:

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import base64
 import errno
 import io
+import json
 import posixpath
 import tarfile
 import time
 from collections.abc import Callable
 from typing import Any
 
+from ...core.contract import file_error
 from ...core.transport import RawResult, one_line
-from ...errors import SandboxError
+from ...errors import NotRegularFileError, SandboxError
 from .engine import docker_errors, explain, requests
 from .handle import DockerHandle
 
@@ -29,7 +32,9 @@ def put_file(
 ) -> None:
     """Write ``data`` to ``path`` owned by ``ids``; a missing parent is made through ``run``
     (an argv to a result), as the sandbox's user. An archive carrying the parents' entries
-    would also chmod and chown the ones that exist."""
+    would also chmod and chown the ones that exist. A symbolic link is written through, as
+    ``open()`` does: the archive API would replace the link itself."""
+    path = link_target(handle.api, handle.id, path) or path
     parent, name = posixpath.split(path)
     tar = _single_file_tar(name, data, *ids)
     try:
@@ -67,11 +72,29 @@ def get_file(handle: DockerHandle, path: str) -> bytes:
             if member.issym():
                 path = posixpath.normpath(posixpath.join(posixpath.dirname(path), member.linkname))
                 continue
-            extracted = members.extractfile(member)
+            extracted = members.extractfile(member) if member.isreg() else None
             if extracted is None:
-                raise OSError(errno.EINVAL, "Not a regular file", path)
+                raise file_error(NotRegularFileError, path)
             return extracted.read()
     raise OSError(errno.ELOOP, "Too many levels of symbolic links", path)
+
+
+def link_target(api: Any, container_id: str, path: str) -> str | None:
+    """The absolute path the symbolic link ``path`` resolves to (every link in the chain
+    followed, by the engine), or None if ``path`` is not a link or does not exist."""
+    url = f"{api.base_url}/v{api.api_version}/containers/{container_id}/archive"
+    try:
+        response = api.head(url, params={"path": path}, timeout=api.timeout)
+    except requests.exceptions.RequestException:
+        return None  # the write that follows reports what is wrong
+    stat = response.headers.get("X-Docker-Container-Path-Stat")
+    if response.status_code != 200 or not stat:
+        return None
+    try:
+        target = json.loads(base64.b64decode(stat)).get("linkTarget")
+    except ValueError:
+        return None
+    return target if isinstance(target, str) and posixpath.isabs(target) else None
 
 
 def put_archive(api: Any, container_id: str, parent: str, tar: bytes) -> None:

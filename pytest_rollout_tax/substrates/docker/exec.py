@@ -6,6 +6,7 @@ exec inspect), so an action costs what the SDK costs.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import signal
@@ -13,7 +14,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.contract import READ_SCRIPT, file_error_for
+from ...core.shell import STDERR, STDOUT
 from ...core.transport import (
+    Output,
     RawResult,
     Transport,
     not_started,
@@ -28,6 +32,8 @@ from .handle import DockerHandle
 
 #: How long past a step's timeout the client waits for the engine before giving up on it.
 BACKSTOP_S = 5.0
+#: Where the kernel's files live: their size is 0 until read, so the archive API has none.
+KERNEL_FILES = ("/proc/", "/sys/")
 
 
 class DockerExec(Transport):
@@ -55,7 +61,7 @@ class DockerExec(Transport):
                 handle.id, command, environment=dict(env) if env else None, workdir=cwd
             )["Id"]
             try:
-                stdout, stderr = exec_output(handle.api, exec_id, backstop)
+                stdout, stderr = exec_output(handle.api, exec_id, backstop, self.output_cap)
             except TimeoutError:
                 killed = kill_exec(handle.api, exec_id, command[0], group=wrapped)
                 fate = "killed" if killed else "it may still be running"
@@ -65,15 +71,15 @@ class DockerExec(Transport):
             code = exit_code(handle.api, exec_id)
         if was_timed_out(argv, timeout, code, time.perf_counter() - started):
             raise step_timeout(handle.substrate, timeout)
-        if code == 126 and not stderr and (failed := not_started(stdout)) is not None:
+        if code == 126 and not stderr.size and (failed := not_started(stdout.data)) is not None:
             # The runtime could not start the command (not found, no such cwd, not executable).
-            if wrapped and b'exec: "timeout"' in stdout:
+            if wrapped and b'exec: "timeout"' in stdout.data:
                 raise SandboxError(
                     f"{handle.substrate}: steps with a timeout need the `timeout` command "
                     f"(coreutils or busybox) in image {handle.image}"
                 )
             return failed
-        return RawResult(code, stdout, stderr)
+        return RawResult.of(code, stdout, stderr)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         """Through the archive API, bounded by the client's request timeout."""
@@ -83,6 +89,15 @@ class DockerExec(Transport):
             archive.put_file(handle, path, data, ids=ids, run=self._run_plain)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
+        if path.startswith(KERNEL_FILES):  # the archive API cannot copy them: read by `cat`
+            read = self.run(
+                ["sh", "-c", READ_SCRIPT, "sh", path], timeout=timeout, env=None, cwd="/"
+            )
+            if read.exit_code != 0:
+                raise file_error_for(read.exit_code, path) or OSError(
+                    errno.EIO, read.reason(), path
+                )
+            return read.stdout
         with engine_errors(self._handle.substrate, f"reading {path}"):
             return archive.get_file(self._handle, path)
 
@@ -91,8 +106,9 @@ class DockerExec(Transport):
         return self.run(argv, timeout=None, env=None, cwd="/")
 
 
-def exec_output(api: Any, exec_id: str, timeout: float | None) -> tuple[bytes, bytes]:
-    """Start ``exec_id`` and demultiplex its stdout and stderr until it ends.
+def exec_output(api: Any, exec_id: str, timeout: float | None, cap: int) -> tuple[Output, Output]:
+    """Start ``exec_id`` and demultiplex its stdout and stderr until it ends, each kept up to
+    ``cap`` bytes.
 
     The same single request as the SDK's ``exec_start``, but read through the HTTP response's
     own buffer (nothing read ahead with the headers can be lost) and with a deadline: the SDK's
@@ -101,36 +117,45 @@ def exec_output(api: Any, exec_id: str, timeout: float | None) -> tuple[bytes, b
     """
     sock = api.exec_start(exec_id, socket=True)
     if not plain_socket(api.base_url):  # ssh / named-pipe transports: the SDK's reader
-        return sdk_output(sock)
+        return sdk_output(sock, cap)
     try:
         response, reader = stream.http_reader(sock)
     except AttributeError:  # a docker SDK or urllib3 without these internals: the SDK's reader
-        return sdk_output(sock)
+        return sdk_output(sock, cap)
     raw_socket = stream.raw_socket(sock)
     deadline = None if timeout is None else time.monotonic() + timeout
-    data = bytearray()
+    frames = stream.Frames()
+    outputs = {STDOUT: Output(cap), STDERR: Output(cap)}
     try:
         raw_socket.settimeout(timeout)
         while chunk := reader.read1(1 << 20):
-            data += chunk
+            frames.feed(chunk)
+            while (piece := frames.next()) is not None:
+                outputs[piece[0]].add(piece[1])
             if deadline is not None:
-                raw_socket.settimeout(max(deadline - time.monotonic(), 0.001))
+                left = deadline - time.monotonic()
+                if left <= 0:  # a flood that never lets the socket time out
+                    raise TimeoutError
+                raw_socket.settimeout(left)
     finally:
         response.close()
-    return stream.demux(data)
+    return outputs[STDOUT], outputs[STDERR]
 
 
-def sdk_output(sock: Any) -> tuple[bytes, bytes]:
+def sdk_output(sock: Any, cap: int) -> tuple[Output, Output]:
     """Read an exec socket to its end with the SDK's own reader, as ``exec_start(demux=True)``
     does (no client-side deadline: only the in-container timeout ends a step)."""
     try:
         frames = (
             docker_socket.demux_adaptor(*frame) for frame in docker_socket.frames_iter(sock, False)
         )
-        stdout, stderr = docker_socket.consume_socket_output(frames, demux=True)
+        streams = docker_socket.consume_socket_output(frames, demux=True)
     finally:
         stream.close(sock)
-    return stdout or b"", stderr or b""
+    stdout, stderr = Output(cap), Output(cap)
+    for output, data in zip((stdout, stderr), streams, strict=True):
+        output.add(data or b"")
+    return stdout, stderr
 
 
 def exit_code(api: Any, exec_id: str) -> int:

@@ -8,6 +8,7 @@ so whatever a crashed or interrupted session leaves behind can be reaped.
 from __future__ import annotations
 
 import contextlib
+import getpass
 import os
 import re
 import socket
@@ -45,6 +46,8 @@ from .session import DockerShell
 
 #: Which process created a container (``HOST:PID``): reaping spares a live session's sandboxes.
 OWNER_LABEL = "rollout-tax.io/owner"
+#: The user whose session made a container: ``docker.reap=mine`` reaps only theirs.
+USER_LABEL = "rollout-tax.io/user"
 #: PID 1's child in every sandbox: keeps the container alive whatever the image's CMD is.
 KEEPALIVE = ["sleep", "infinity"]
 _BUILTIN_NETWORKS = ("none", "bridge", "host", "default")
@@ -68,6 +71,8 @@ class DockerSubstrate(Substrate):
         super().__init__(name, session_id=session_id, **options)  # checks the options
         #: This process, as the owner label names it (``HOST:PID``).
         self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        #: This process's user, as the user label names it.
+        self.user = current_user()
         self._lock = threading.Lock()
         self._file_owner = FileOwner(self.options.user, self.name)
         self._pull_needed = False
@@ -126,7 +131,7 @@ class DockerSubstrate(Substrate):
                 working_dir=self.options.workdir,
                 user=self.options.user,
                 environment=self.options.env or None,
-                labels=labels | {OWNER_LABEL: self.owner},
+                labels=labels | {OWNER_LABEL: self.owner, USER_LABEL: self.user},
                 name=name,
                 host_config=self._host_config,
                 detach=True,
@@ -162,7 +167,8 @@ class DockerSubstrate(Substrate):
 
     def reap(self, session_id: str | None = None) -> int:
         """Force-remove containers of ``session_id`` (any session if None) that no live process
-        of another session on this host still owns; return how many were removed."""
+        of another session on this host still owns, and with ``reap=mine`` (the default) only
+        this user's; return how many were removed."""
         label = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
         try:
             found = self.api.containers(all=True, filters={"label": label})
@@ -172,7 +178,10 @@ class DockerSubstrate(Substrate):
             ) from None
         removed = 0
         for container in found:
-            if self._owned_by_live_process((container.get("Labels") or {}).get(OWNER_LABEL)):
+            labels = container.get("Labels") or {}
+            if self.options.reap == "mine" and labels.get(USER_LABEL) != self.user:
+                continue  # another user's, on a shared engine
+            if self._owned_by_live_process(labels.get(OWNER_LABEL)):
                 continue
             with contextlib.suppress(RolloutTaxError):
                 removed += self._remove(container["Id"])
@@ -346,3 +355,11 @@ def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> s
     if options.snapshot:
         snapshot.check_engine(name, info)
     return runtime
+
+
+def current_user() -> str:
+    """This process's user name (its uid where the name cannot be found)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())

@@ -40,6 +40,9 @@ class DockerOptions(SubstrateOptions):
     env: dict[str, str] = field(default_factory=dict)
     #: ``never``: a missing image is an error; ``missing``: pull it once (not timed as cold start).
     pull: Literal["never", "missing"] = "never"
+    #: Which leftovers ``--rollout-reap`` removes: ``mine`` (labelled with this user's name,
+    #: on a shared engine) or ``all`` (every user's, and containers labelled by hand).
+    reap: Literal["mine", "all"] = "mine"
 
     def check(self) -> None:
         """Check every value; ``parse_options`` reports a ValueError as a usage error."""

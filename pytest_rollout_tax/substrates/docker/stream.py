@@ -51,16 +51,6 @@ class Frames:
             self._offset += _HEADER
 
 
-def demux(data: bytes | bytearray) -> tuple[bytes, bytes]:
-    """A whole multiplexed stream split into stdout and stderr."""
-    frames = Frames()
-    frames.feed(data)
-    streams = {STDOUT: bytearray(), STDERR: bytearray()}
-    while (piece := frames.next()) is not None:
-        streams[piece[0]] += piece[1]
-    return bytes(streams[STDOUT]), bytes(streams[STDERR])
-
-
 def http_reader(sock: Any) -> tuple[Any, Any]:
     """The HTTP response behind the SDK's exec socket and its buffered reader (private
     attributes of the docker SDK and urllib3: AttributeError if a version lacks them)."""

@@ -18,13 +18,14 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config as BotoConfig
 
-from ...core.transport import one_line, redact, without_userinfo
+from ...core.transport import one_line, without_userinfo
 from ...errors import (
     ConfigError,
     CredentialsMissing,
     RolloutTaxError,
     SandboxStartError,
     SubstrateUnavailable,
+    redact,
 )
 from .errors import describe
 from .options import EC2Options
@@ -142,6 +143,11 @@ class EC2Api:
                 f"{message}"
             )
         return SandboxStartError(f"{name}: {action} failed ({code}): {message}")
+
+    @property
+    def secrets(self) -> list[str]:
+        """The credentials in use."""
+        return list(self._secrets)
 
     def redact(self, text: str) -> str:
         """``text`` without the credentials in use."""

@@ -68,6 +68,10 @@ class EC2Substrate(Substrate):
 
     # -- cold start ----------------------------------------------------------------------------
 
+    @property
+    def secrets(self) -> list[str]:
+        return self.api.secrets
+
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> EC2Handle:
         opts: EC2Options = self.options
         if not opts.ami:

@@ -10,6 +10,9 @@ from collections.abc import Iterator
 
 import paramiko
 
+from ...core.contract import file_error
+from ...errors import NotRegularFileError
+
 
 class SFTPFiles:
     """An SFTP session, and the directories known to exist since it opened."""
@@ -37,6 +40,12 @@ class SFTPFiles:
 
     def get(self, path: str) -> bytes:
         """The bytes of ``path``."""
+        with _status(path):
+            mode = self._sftp.stat(path).st_mode or 0  # a FIFO would block the server's open
+        if stat.S_ISDIR(mode):
+            raise file_error(IsADirectoryError, path)
+        if not stat.S_ISREG(mode):
+            raise file_error(NotRegularFileError, path)
         with _status(path), self._sftp.open(path, "rb") as handle:
             handle.prefetch()
             return handle.read()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 import paramiko
 from paramiko.common import MSG_CHANNEL_REQUEST
 
-from ...core.transport import RawResult, step_timeout
+from ...core.transport import OUTPUT_CAP, Output, RawResult, step_timeout
 from .errors import SSHChannelError, SSHError, describe
 from .sftp import SFTPFiles
 
@@ -42,6 +42,8 @@ KILL_GRACE = 5.0
 #: Exit code reported when the remote side ends a command without an exit status.
 NO_STATUS = 255
 _READ_SIZE = 1 << 16
+#: Room for the pid line the wrapper prints before a command's own stdout.
+_PID_LINE = 32
 
 
 def _channel_request(channel: paramiko.Channel, message: paramiko.Message) -> None:
@@ -149,20 +151,22 @@ class SSHConnection:
         self.channels_opened += 1
         return channel
 
-    def run(self, command: str, *, timeout: float | None, name: str = "ec2") -> RawResult:
+    def run(
+        self, command: str, *, timeout: float | None, name: str = "ec2", cap: int = OUTPUT_CAP
+    ) -> RawResult:
         """Run a shell command line in a new channel; on timeout kill its process group.
 
         The login shell runs the line itself. It is prefixed with ``echo $$``: sshd makes the
         login shell a session and process group leader (the command it execs keeps its pid),
         so that pid names the group a timeout kills. ``name`` prefixes error messages, which
-        never include the command: it may carry secrets.
+        never include the command: it may carry secrets. Each stream keeps ``cap`` bytes.
         """
         deadline = None if timeout is None else time.perf_counter() + timeout
         channel = self.channel()
         try:
             channel.exec_command(f"echo $$; {command}; exit $?")
             channel.shutdown_write()
-            stdout, stderr = bytearray(), bytearray()
+            stdout, stderr = Output(cap + _PID_LINE), Output(cap)
             if not _pump(channel, stdout, stderr, deadline):
                 self._kill(channel, stdout, stderr)
                 raise step_timeout(name, timeout)
@@ -176,8 +180,9 @@ class SSHConnection:
                 if not self.alive:
                     raise SSHError(f"{name}: SSH connection to {self.where} lost during a command")
                 code = NO_STATUS
-            _, output = _split_pid(stdout)
-            return RawResult(code, bytes(output), bytes(stderr))
+            _, output = _split_pid(stdout.data)
+            came = stdout.size - (len(stdout.data) - len(output)) + stderr.size
+            return RawResult(code, bytes(output[:cap]), bytes(stderr.data), came)
         finally:
             channel.close()
 
@@ -223,11 +228,11 @@ class SSHConnection:
         finally:
             self.transport.close()
 
-    def _kill(self, channel: paramiko.Channel, stdout: bytearray, stderr: bytearray) -> None:
+    def _kill(self, channel: paramiko.Channel, stdout: Output, stderr: Output) -> None:
         """Kill the process group of a running command and wait briefly for its channel."""
         grace = time.perf_counter() + KILL_GRACE
-        _pump(channel, stdout, stderr, grace, until=lambda: b"\n" in stdout)
-        pid, _ = _split_pid(stdout)
+        _pump(channel, stdout, stderr, grace, until=lambda: b"\n" in stdout.data)
+        pid, _ = _split_pid(stdout.data)
         if pid is not None:
             try:
                 killer = self.channel()
@@ -246,22 +251,22 @@ class SSHConnection:
 
 def _pump(
     channel: paramiko.Channel,
-    stdout: bytearray,
-    stderr: bytearray,
+    stdout: Output,
+    stderr: Output,
     deadline: float | None,
     until: Callable[[], bool] | None = None,
 ) -> bool:
     """Read both streams until EOF (True), ``until()`` holds (True) or the deadline (False)."""
     while True:
         while channel.recv_ready():
-            stdout += channel.recv(_READ_SIZE)
+            stdout.add(channel.recv(_READ_SIZE))
         while channel.recv_stderr_ready():
-            stderr += channel.recv_stderr(_READ_SIZE)
+            stderr.add(channel.recv_stderr(_READ_SIZE))
         if channel.eof_received or channel.closed:
             while channel.recv_ready():
-                stdout += channel.recv(_READ_SIZE)
+                stdout.add(channel.recv(_READ_SIZE))
             while channel.recv_stderr_ready():
-                stderr += channel.recv_stderr(_READ_SIZE)
+                stderr.add(channel.recv_stderr(_READ_SIZE))
             return True
         if until is not None and until():
             return True

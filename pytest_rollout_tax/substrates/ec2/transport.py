@@ -43,8 +43,9 @@ class EC2Exec(Transport):
     ) -> RawResult:
         # sshd hands the line to the login shell, which runs it and becomes the command.
         command = shell_line(argv, env=env, cwd=cwd)
-        name = self._substrate
-        return self._over_ssh(lambda c: c.run(command, timeout=timeout, name=name), file=False)
+        name, cap = self._substrate, self.output_cap
+        run = lambda c: c.run(command, timeout=timeout, name=name, cap=cap)  # noqa: E731
+        return self._over_ssh(run, file=False)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         def put(connection: SSHConnection) -> None:

@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ...core.transport import one_line, redact
-from ...errors import SandboxError
+from ...core.transport import one_line
+from ...errors import SandboxError, redact
 from .client import iter_resp_lines, k8s_client, urllib3
 from .config import Cluster
 
@@ -189,12 +189,17 @@ class Api:
             text = f"{verb} {target} {where}: {code} {reason or 'error'}: {message}"
         return ApiError(self.scrub(text), code, reason)
 
-    def scrub(self, text: str) -> str:
-        """``text`` without any credential of the configuration."""
+    @property
+    def secrets(self) -> list[str]:
+        """Every credential of the configuration, longest first."""
         secrets = [str(v) for v in (self.configuration.api_key or {}).values() if v]
         secrets += [s.split(" ", 1)[1] for s in secrets if " " in s]
         secrets += [s for s in (self.configuration.password,) if s]
-        return redact(text, sorted(set(secrets), key=len, reverse=True))
+        return sorted(set(secrets), key=len, reverse=True)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any credential of the configuration."""
+        return redact(text, self.secrets)
 
     def close(self) -> None:
         self.client.close()

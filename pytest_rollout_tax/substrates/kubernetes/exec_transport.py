@@ -64,7 +64,12 @@ class PodExec(Transport):
         started = time.perf_counter()
         try:
             result = exec_ws.run(
-                self._api, self._handle.id, self._handle.container, command, deadline=deadline
+                self._api,
+                self._handle.id,
+                self._handle.container,
+                command,
+                deadline=deadline,
+                cap=self.output_cap,
             )
         except exec_ws.Deadline:
             fate = f"{self._grace:g} s later its exit status had not arrived"

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import ssl
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ...core.shell import SHELL, STDERR, STDOUT, Duplex
-from ...core.transport import RawResult, not_started, one_line
+from ...core.transport import Output, RawResult, not_started, one_line
 from ...errors import SandboxError, StepTimeout
 from .api import EXEC, Api
 from .client import (
@@ -79,9 +81,11 @@ def run(
     stdin: bytes | None = None,
     deadline: float | None = None,
     idle: float | None = None,
+    cap: int | None = None,
 ) -> RawResult:
     """Run ``command`` over one exec websocket, ``stdin`` sent then closed; Deadline past
-    ``deadline`` or after ``idle`` seconds without a frame (neither: as long as it runs)."""
+    ``deadline`` or after ``idle`` seconds without a frame (neither: as long as it runs).
+    Each output stream keeps ``cap`` bytes (None: all)."""
     ws = connect(api, pod, container, command, stdin=stdin is not None, deadline=deadline)
 
     def arm() -> None:  # the socket timeout for the next send or receive
@@ -93,7 +97,8 @@ def run(
             timeout = remaining if idle is None else min(remaining, idle)
         ws.settimeout(timeout)
 
-    stdout, stderr, status = bytearray(), bytearray(), bytearray()
+    limit = sys.maxsize if cap is None else cap
+    stdout, stderr, status = Output(limit), Output(limit), bytearray()
     try:
         if stdin is not None:
             for offset in range(0, len(stdin), STDIN_CHUNK):
@@ -115,9 +120,9 @@ def run(
             data = _bytes(frame.data)
             channel, payload = data[0], data[1:]
             if channel == STDOUT:
-                stdout += payload
+                stdout.add(payload)
             elif channel == STDERR:
-                stderr += payload
+                stderr.add(payload)
             elif channel == STATUS:
                 status += payload
     except WebSocketTimeoutException:
@@ -126,7 +131,9 @@ def run(
         raise SandboxError(f"k8s: exec in pod {pod}: {api.unreachable(exc).detail}") from None
     finally:
         ws.shutdown()
-    return exit_code(pod, bytes(status), bytes(stdout), bytes(stderr), scrub=api.scrub)
+    result = exit_code(pod, bytes(status), bytes(stdout.data), bytes(stderr.data), scrub=api.scrub)
+    discarded = stdout.size + stderr.size - len(stdout.data) - len(stderr.data)
+    return replace(result, output_bytes=result.size + discarded) if discarded else result
 
 
 def exit_code(

@@ -81,6 +81,10 @@ class KubernetesSubstrate(Substrate):
 
     # -- the sandbox lifecycle -------------------------------------------------------------
 
+    @property
+    def secrets(self) -> list[str]:
+        return self.api.secrets
+
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> PodHandle:
         name = f"rollout-tax-{labels[ROLLOUT_LABEL]}"
         deadline = clock.started + self.options.ready_timeout
