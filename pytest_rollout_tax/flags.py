@@ -32,7 +32,7 @@ def count(text: str, ceiling: int = MAX_COUNT) -> int:
     if not math.isfinite(number) or number < 1 or number != int(number):
         raise ValueError(f"expected a positive integer, got {text!r}")
     if number > ceiling:
-        raise ValueError(f"{text!r} is more than the most this option takes, {ceiling:,}")
+        raise ValueError(f"expected a positive integer, at most {ceiling:,}, got {text!r}")
     return int(number)
 
 

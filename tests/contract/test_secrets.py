@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pytest_rollout_tax import Rollout
-from pytest_rollout_tax.report import plots
+from pytest_rollout_tax.page import plots
 
 # Imported before pytester's in-process runs, which unload what they import (matplotlib's C
 # extensions cannot be imported twice into one process).

@@ -97,7 +97,7 @@ def command(*args: str) -> list[str]:
 
 def environment() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    return env | {"PYTHONUNBUFFERED": "1"}
+    return env | {"PYTHONUNBUFFERED": "1", "COLUMNS": "200"}  # a summary line is not folded
 
 
 def suite(tmp_path: Path, source: str) -> Path:

@@ -250,7 +250,7 @@ SWE_AGENT_TOOLS = {
 }
 SWE_AGENT_TOOLS_STEPS = {
     "tool": ["find_file", "open", "edit", None, None, "submit"],
-    "divergence": {"harness_tool": 4, "not_found": 1, "exit_code": 0, "output_size": 0},
+    "divergence": {"harness_tool": 4, "not_found": 1, "exit_code": 0, "output_size": 1},
 }
 
 

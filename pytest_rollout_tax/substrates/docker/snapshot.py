@@ -25,6 +25,8 @@ from .engine import docker_errors, explain
 CHECKPOINT = "prepared"
 #: The repository of the images prepared disks are committed to.
 REPOSITORY = "rollout-tax/snapshot"
+#: Starts of one restore: concurrent restores of one checkpoint race in containerd.
+RESTORE_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -86,10 +88,19 @@ def restore(api: Any, snapshot: Snapshot, container_id: str, data_root: str) -> 
     """Start the new container ``container_id`` (of the snapshot's image) from its checkpoint."""
     folder = os.path.join(data_root, "containers", container_id, "checkpoints", CHECKPOINT)
     shutil.copytree(snapshot.path, folder)
-    response = api._post(
-        api._url("/containers/{0}/start", container_id), params={"checkpoint": CHECKPOINT}
-    )
+    for attempt in range(1, RESTORE_ATTEMPTS + 1):
+        response = api._post(
+            api._url("/containers/{0}/start", container_id), params={"checkpoint": CHECKPOINT}
+        )
+        if attempt == RESTORE_ATTEMPTS or not _content_race(response):
+            break
     api._raise_for_status(response)
+
+
+def _content_race(response: Any) -> bool:
+    """Whether a start failed only because another restore of the same checkpoint content
+    was committing it to containerd's content store at the same moment (it then exists)."""
+    return response.status_code >= 400 and "already exists" in response.text
 
 
 def remove(api: Any, snapshot: Snapshot) -> None:
