@@ -39,11 +39,11 @@ from sampling import interleaved_all
 from support.ec2_moto import ensure_sshd_image, generate_key, start_sshd
 
 from pytest_rollout_tax.core.record import PhaseClock
-from pytest_rollout_tax.core.shell import ShellSession
+from pytest_rollout_tax.core.shell import ShellTransport
 from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.core.transport import NOOP, shell_line
 from pytest_rollout_tax.substrates.ec2 import SSHConnection
-from pytest_rollout_tax.substrates.ec2.session import SSHShell
+from pytest_rollout_tax.substrates.ec2.shell import SSHShell
 
 WORKDIR = "/tmp"
 SESSION = "session (one channel, one sh)"
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
             command = shell_line(list(NOOP), env=None, cwd=WORKDIR)  # what exec sends
             shared, held = connect(), connect()
-            session = ShellSession(lambda: SSHShell(held, substrate="ec2"), substrate="ec2")
+            session = ShellTransport(lambda: SSHShell(held, substrate="ec2"), substrate="ec2")
             session.open(PhaseClock({}))
 
             def fresh_run() -> int:

@@ -94,7 +94,7 @@ class Duplex(ABC):
         """End the shell and release the stream."""
 
 
-class ShellSession(Transport):
+class ShellTransport(Transport):
     """The ``session`` transport over any :class:`Duplex`."""
 
     name = "session"

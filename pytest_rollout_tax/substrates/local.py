@@ -24,7 +24,7 @@ from pathlib import Path
 from ..core.contract import file_error
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
-from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellSession
+from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellTransport
 from ..core.substrate import Substrate, SubstrateOptions, process_alive
 from ..core.transport import Output, RawResult, Transport, step_timeout
 from ..errors import NotRegularFileError, SandboxStartError
@@ -330,7 +330,7 @@ class LocalSubstrate(Substrate):
 
     def _transport(self, handle: LocalHandle) -> Transport:
         if self.options.transport == "session":
-            return ShellSession(lambda: LocalShell(handle), substrate=self.name)
+            return ShellTransport(lambda: LocalShell(handle), substrate=self.name)
         return LocalExec(handle, substrate=self.name)
 
     def destroy(self, handle: LocalHandle) -> None:

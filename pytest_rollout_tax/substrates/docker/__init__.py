@@ -10,7 +10,7 @@ from .exec import DockerExec
 from .handle import DockerHandle
 from .lifecycle import KEEPALIVE, OWNER_LABEL, DockerSubstrate
 from .options import DEFAULT_IMAGE, DockerOptions
-from .session import DockerShell
+from .shell import DockerShell
 
 __all__ = [
     "DEFAULT_HOST",

@@ -17,7 +17,7 @@ from typing import Any
 
 from ...core.record import PhaseClock
 from ...core.sandbox import Sandbox
-from ...core.shell import ShellSession
+from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
 from ...core.transport import Transport
 from ...errors import (
@@ -42,7 +42,7 @@ from .engine import (
 from .exec import DockerExec
 from .handle import DockerHandle, FileOwner
 from .options import DEFAULT_IMAGE, DockerOptions, memory_bytes
-from .session import DockerShell
+from .shell import DockerShell
 
 #: Which process created a container (``HOST:PID``): reaping spares a live session's sandboxes.
 OWNER_LABEL = "rollout-tax.io/owner"
@@ -158,7 +158,7 @@ class DockerSubstrate(Substrate):
 
     def _transport(self, handle: DockerHandle) -> Transport:
         if self.options.transport == "session":
-            return ShellSession(lambda: DockerShell(handle), substrate=self.name)
+            return ShellTransport(lambda: DockerShell(handle), substrate=self.name)
         return DockerExec(handle)
 
     def destroy(self, handle: DockerHandle) -> None:

@@ -3,7 +3,7 @@
 Control plane (:mod:`.lifecycle`, :mod:`.aws`): boto3 with the standard credential chain
 and region resolution. Data plane: paramiko (:mod:`.ssh`, :mod:`.login`, :mod:`.hostkeys`),
 with host keys pinned per instance. Transports: ``exec`` (:mod:`.transport`, one channel per
-step, files over SFTP) and ``session`` (:mod:`.session`, one channel running ``sh``).
+step, files over SFTP) and ``session`` (:mod:`.shell`, one channel running ``sh``).
 """
 
 from __future__ import annotations

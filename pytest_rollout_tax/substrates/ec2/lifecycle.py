@@ -16,7 +16,7 @@ from typing import Any
 
 from ...core.record import PhaseClock
 from ...core.sandbox import Handle
-from ...core.shell import ShellSession
+from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import ConfigError, RolloutTaxError, SandboxError, SandboxStartError
@@ -24,7 +24,7 @@ from .aws import FAILURES, EC2Api, error_code
 from .errors import describe
 from .login import Link, Login
 from .options import EC2Options, endpoint
-from .session import SSHShell
+from .shell import SSHShell
 from .transport import EC2Exec
 
 #: Instance states from which an instance never becomes usable.
@@ -112,7 +112,7 @@ class EC2Substrate(Substrate):
     def _transport(self, handle: EC2Handle) -> Transport:
         if self.options.transport == "session":
             name = self.name
-            return ShellSession(
+            return ShellTransport(
                 lambda: SSHShell(handle.link.connection(), substrate=name), substrate=name
             )
         return EC2Exec(handle.link, substrate=self.name)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.record import PhaseClock, Rollout
-from ...core.shell import ShellSession
+from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
@@ -122,7 +122,7 @@ class KubernetesSubstrate(Substrate):
 
     def _transport(self, handle: PodHandle) -> Transport:
         if self.options.transport == "session":
-            return ShellSession(
+            return ShellTransport(
                 lambda: ExecStream(self.api, handle.id, handle.container), substrate=self.name
             )
         return PodExec(self.api, handle, substrate=self.name)

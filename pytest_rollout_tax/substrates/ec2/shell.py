@@ -1,7 +1,7 @@
 """``session``: one SSH channel running ``sh`` for the sandbox's life, stdin held open.
 
 The shell's stdout and stderr arrive apart on the channel (data and extended data); the
-framing of each step is :class:`~pytest_rollout_tax.shell.ShellSession`'s.
+framing of each step is :class:`~pytest_rollout_tax.shell.ShellTransport`'s.
 """
 
 from __future__ import annotations
