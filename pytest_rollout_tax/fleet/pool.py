@@ -68,7 +68,7 @@ class PoolStats:
     @property
     def idle_per_claim_s(self) -> float:
         """The idle sandbox time each claimed rollout stands for (the projection's term)."""
-        return self.idle_sandbox_s / self.claims if self.claims else 0.0
+        return idle_per_claim(self.idle_sandbox_s, self.claims)
 
     def to_dict(self) -> dict[str, Any]:
         """The report's ``substrates[NAME].pool`` entry."""
@@ -84,6 +84,18 @@ class PoolStats:
             "creation_failures": sum(self.failure_reasons.values()),
             "failure_reasons": dict(self.failure_reasons.most_common()),
         }
+
+
+def idle_per_claim(idle_sandbox_s: float, claims: int) -> float:
+    """Seconds pooled sandboxes sat idle, per claimed rollout (0 without a claim)."""
+    return idle_sandbox_s / claims if claims else 0.0
+
+
+def entry_idle_per_claim(entry: dict) -> float:
+    """A report entry's warm-pool idle seconds per claimed rollout (0 without a pool), as
+    :attr:`PoolStats.idle_per_claim_s` counts them in a live run."""
+    pool = entry.get("pool")
+    return idle_per_claim(pool["idle_sandbox_s"], pool["hits"] + pool["misses"]) if pool else 0.0
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
 from ..core.stats import Stats
 from ..fleet import burst
-from ..fleet.pool import PoolStats
+from ..fleet.pool import PoolStats, entry_idle_per_claim
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .projection import (
@@ -178,13 +178,6 @@ def project_worker_hours(
     )
 
 
-def pool_idle_per_rollout(entry: dict) -> float:
-    """A report entry's warm-pool idle seconds per claimed rollout (0 without a pool)."""
-    pool = entry.get("pool")
-    claims = pool["hits"] + pool["misses"] if pool else 0
-    return pool["idle_sandbox_s"] / claims if claims else 0.0
-
-
 def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
     """The ``fleet`` entry: wall-clock hours and worker-hours of N rollouts on ``workers``
     concurrent workers, from a report entry's means, or None without a cold start and steps.
@@ -195,7 +188,7 @@ def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
     """
     if not entry.get("cold_start") or not entry.get("step"):
         return None
-    idle = pool_idle_per_rollout(entry)
+    idle = entry_idle_per_claim(entry)
     level = None if entry.get("pool") else burst.nearest(entry.get("burst") or [], workers)
     if entry.get("pool"):
         source = f"warm pool claims (pool={entry['pool']['size']}), with its idle time"

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 from ..core.record import step_walls
 from ..core.stats import Stats
+from ..fleet.pool import entry_idle_per_claim
 from .build import (
     entry_step_s,
-    pool_idle_per_rollout,
     project_decomposition,
     project_fleet,
     project_tax_hours,
@@ -100,7 +100,7 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     """
     stats = _entry_stats(entry)
     cold, teardown = stats["cold_start"], stats["teardown"]
-    idle_s = pool_idle_per_rollout(entry)
+    idle_s = entry_idle_per_claim(entry)
     scale = entry_scale(entry, scale)
     return (
         project_worker_hours(
@@ -121,7 +121,7 @@ def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
         stats["action"],
         stats["step"],
         stats["teardown"],
-        idle_s=pool_idle_per_rollout(entry),
+        idle_s=entry_idle_per_claim(entry),
         command_s=command["mean_s"] if (command := entry.get("command")) else None,
     )
 

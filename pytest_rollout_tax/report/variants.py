@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .build import pool_idle_per_rollout
+from ..fleet.pool import entry_idle_per_claim
 from .isolation import DEFAULT_RUNTIME
 from .units import ratio, seconds
 
@@ -91,7 +91,7 @@ def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
         f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
         f"{seconds(entry['cold_start']['p50'])} ({'claim' if size else 'create'}) vs "
         f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}), idle "
-        f"{seconds(pool_idle_per_rollout(entry))} per rollout"
+        f"{seconds(entry_idle_per_claim(entry))} per rollout"
     )
     if entry.get("worker_hours") is not None and base.get("worker_hours") is not None:
         line += f", worker-hours {entry['worker_hours'] - base['worker_hours']:+,.0f}"
