@@ -44,7 +44,7 @@ from pytest_rollout_tax.substrates.docker import (
     stream,
 )
 from pytest_rollout_tax.substrates.docker import exec as docker_exec
-from pytest_rollout_tax.substrates.docker import session as docker_session
+from pytest_rollout_tax.substrates.docker import shell as docker_shell
 from pytest_rollout_tax.substrates.docker.lifecycle import USER_LABEL, current_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -393,11 +393,11 @@ def test_a_silent_shell_is_asked_about_and_a_dead_one_ends_the_stream(monkeypatc
     """If the engine kept a dead shell's connection open, the liveness check ends it."""
     ours, engines = socket.socketpair()
     api = _FakeEngineAPI(sock=ours, running=running)
-    monkeypatch.setattr(docker_session, "LIVENESS_S", 0.01)
+    monkeypatch.setattr(docker_shell, "LIVENESS_S", 0.01)
     handle = DockerHandle(
         id="c" * 64, workdir="/w", api=api, substrate="docker", image="i", owner=None
     )
-    shell = docker_session.DockerShell(handle)
+    shell = docker_shell.DockerShell(handle)
     try:
         if running:
             with pytest.raises(TimeoutError):
