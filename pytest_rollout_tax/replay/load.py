@@ -160,7 +160,7 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
             if not openhands.is_event(row.value):
                 raise fail(row.where, "expected an OpenHands event like the first row")
         events = [row.value for row in found]
-        return [openhands.parse_events(events, f"{path}", stem(path), str(path))]
+        return [openhands.parse_events(events, str(path), stem(path), str(path))]
     trajectories, seen = [], {}
     for row in found:
         module = next((m for m in DOCUMENTS if m.matches(row.value)), None)

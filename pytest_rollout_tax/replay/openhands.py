@@ -48,27 +48,28 @@ def matches(row: Any) -> bool:
 
 def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded actions of one ``output.jsonl`` row."""
-    return parse_events(events_of(row), f"{where}: history", trajectory_id, source)
+    return parse_events(events_of(row), where, trajectory_id, source, field="history")
 
 
 def parse_events(
-    events: list[dict], where: str, trajectory_id: str, source: str
+    events: list[dict], where: str, trajectory_id: str, source: str, field: str = ""
 ) -> RecordedTrajectory:
     """The actions of an event list, each with its observation (by ``cause``, else the next
     one): think time is the action's timestamp minus the one before it, command time the
-    observation's minus the action's."""
+    observation's minus the action's. ``field`` names the list in errors (``history``)."""
     clock = Clock(where)
     steps = []
+    stamps = [_stamp(e.get("timestamp"), f"{where}: {field}[{i}].timestamp")
+              for i, e in enumerate(events)]  # fmt: skip
     for index, event in enumerate(events):
-        stamp = _stamp(event.get("timestamp"), f"{where}[{index}].timestamp")
-        field = f"[{index}].timestamp"
-        name = event.get("action")
+        stamp, name = stamps[index], event.get("action")
         if not _is_step(event):
-            clock.advance(stamp, len(steps) or 1, field)
+            clock.advance(stamp, len(steps) or 1, f"{field}[{index}].timestamp")
             continue
-        think = clock.advance(stamp, len(steps) + 1, field)
-        seen = _observation(events, index)
-        seen_at = _stamp(seen.get("timestamp"), where) if seen else None
+        think = clock.advance(stamp, len(steps) + 1, f"{field}[{index}].timestamp")
+        at = _observation(events, index)
+        seen = events[at] if at is not None else None
+        seen_at = stamps[at] if at is not None else None
         ran = seen_at - stamp if seen_at is not None and stamp is not None else None
         size = byte_length(seen.get("content")) if seen else None
         args = event.get("args") if isinstance(event.get("args"), dict) else {}
@@ -96,18 +97,19 @@ def _is_step(event: dict) -> bool:
     return name in FILES or name in SIZED
 
 
-def _observation(events: list[dict], index: int) -> dict | None:
-    """The observation of the action at ``index``: the one whose ``cause`` is its id, else
-    the next observation before another action."""
+def _observation(events: list[dict], index: int) -> int | None:
+    """Where the observation of the action at ``index`` is: the one whose ``cause`` is its
+    id, else the next observation before another action."""
     ident = events[index].get("id")
-    for event in events[index + 1 :]:
+    for at in range(index + 1, len(events)):
+        event = events[at]
         if ident is not None:
             if event.get("cause") == ident and isinstance(event.get("observation"), str):
-                return event
+                return at
         elif isinstance(event.get("action"), str):
             return None
         elif isinstance(event.get("observation"), str):
-            return event
+            return at
     return None
 
 

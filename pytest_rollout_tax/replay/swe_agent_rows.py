@@ -15,7 +15,9 @@ ROLES = ("system", "user", "ai")
 #: A fenced block: the command is the last one of an ``ai`` turn.
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 #: What SWE-agent's template puts after the output: the open file, the directory, the prompt.
-_STATE = re.compile(r"\n*\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n(?:bash-\$)?\s*$")
+_STATE = re.compile(
+    r"(?:^|\n)\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?(?:bash-\$)?\s*$"
+)
 #: SWE-agent's ``next_step_no_output_template``: the command printed nothing.
 NO_OUTPUT = "Your command ran successfully and did not produce any output."
 
