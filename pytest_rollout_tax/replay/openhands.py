@@ -72,11 +72,11 @@ def parse_events(
         seen_at = stamps[at] if at is not None else None
         ran = seen_at - stamp if seen_at is not None and stamp is not None else None
         size = byte_length(seen.get("content")) if seen else None
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        if name == COMMAND:
+        args = _args(event)
+        if name == COMMAND and _command(args) is not None:
             steps.append(
                 RecordedStep(
-                    command=args["command"],
+                    command=_command(args),
                     think_s=think,
                     recorded_s=ran,
                     exit_code=_exit_code(seen),
@@ -90,11 +90,21 @@ def parse_events(
 
 
 def _is_step(event: dict) -> bool:
-    name, args = event.get("action"), event.get("args")
-    if name == COMMAND:  # input typed into a running process is no command of its own
-        command = args.get("command") if isinstance(args, dict) else None
-        return isinstance(command, str) and args.get("is_input") is not True
-    return name in FILES or name in SIZED
+    return event.get("action") in (COMMAND, *FILES, *SIZED)
+
+
+def _args(event: dict) -> dict:
+    """An action's arguments: ``args``, or the event itself in older flat histories (the
+    resolver's ``{"action": "run", "command": ...}``)."""
+    args = event.get("args")
+    return args if isinstance(args, dict) else event
+
+
+def _command(args: dict) -> str | None:
+    """A ``run`` action's shell command; None for input typed into a running process, which
+    is no command of its own (replayed by its size)."""
+    command = args.get("command")
+    return command if isinstance(command, str) and args.get("is_input") is not True else None
 
 
 def _observation(events: list[dict], index: int) -> int | None:
@@ -128,9 +138,12 @@ def _stamp(value: Any, where: str) -> float | None:
 
 
 def _exit_code(observation: dict | None) -> int | None:
-    extras = observation.get("extras") if observation else None
-    if not isinstance(extras, dict):
+    """``extras.metadata.exit_code``, ``extras.exit_code``, or older flat events' own."""
+    if observation is None:
         return None
+    extras = observation.get("extras")
+    if not isinstance(extras, dict):
+        return exit_code(observation.get("exit_code"))
     metadata = extras.get("metadata")
     if isinstance(metadata, dict) and exit_code(metadata.get("exit_code")) is not None:
         return exit_code(metadata["exit_code"])

@@ -163,3 +163,26 @@ def test_chat_rows_whose_actions_cannot_be_read_are_refused_naming_the_harness(t
     message = str(error.value)
     assert message.startswith(f"{tmp_path / 'rows.jsonl'}:1: messages[2]: ")
     assert "mini-swe-agent text actions" in message and "ended before" not in message
+
+
+def test_older_flat_openhands_events_and_typed_input_lose_no_action(tmp_path):
+    """Older histories put an action's fields on the event itself (no args, no extras); input
+    typed into a running process replays by its size: every action is a step."""
+    row = {
+        "instruction": "Add a license.",
+        "history": [
+            {"action": "message", "content": "Add a license.", "source": "user"},
+            {"action": "run", "command": "touch LICENSE", "thought": "t"},
+            {"observation": "run", "content": "done\n", "command": "touch LICENSE",
+             "exit_code": 0},
+            {"action": "run_ipython", "code": "print(1)"},
+            {"observation": "run_ipython", "content": "1\n"},
+            {"action": "run", "args": {"command": "y", "is_input": True}},
+            {"observation": "run", "content": "ok", "extras": {"metadata": {"exit_code": 0}}},
+            {"action": "finish"},
+        ],
+    }  # fmt: skip
+    [trajectory] = load(write_jsonl(tmp_path / "output.jsonl", [row]))
+    assert column(trajectory, "command") == ["touch LICENSE", None, None]
+    assert column(trajectory, "output_bytes") == [5, 2, 2]
+    assert column(trajectory, "exit_code") == [0, None, None]
