@@ -37,7 +37,16 @@ if TYPE_CHECKING:
 #: The module name replay functions carry (pytest collects only a module's own functions).
 MODULE = "pytest_rollout_tax.replayed"
 #: Formats whose files hold rows: their items are named by trajectory id.
-ROW_FORMATS = ("openai-messages", "swe-smith")
+ROW_FORMATS = (
+    "openai-messages",
+    "swe-smith",
+    "swe-agent-rows",
+    "mini-swe-agent-text-rows",
+    "openhands-text-rows",
+    "openhands",
+)
+#: How many skipped files the summary names without -v.
+SKIPPED_NAMED = 10
 NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
 
@@ -134,7 +143,8 @@ class ReplayCollection:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        for line in self.notes.lines(self.mode):
+        verbose = self.config.get_verbosity() > 0
+        for line in self.notes.lines(self.mode, verbose):
             terminalreporter.write_line(line)
 
 
@@ -148,6 +158,8 @@ class Notes:
     zero_action: int = 0
     #: Trajectories without any think time, by format.
     think_unknown: Counter = field(default_factory=Counter)
+    #: Steps whose recorded output size is unknown, by format.
+    size_unknown: Counter = field(default_factory=Counter)
     #: Steps that call a SWE-agent tool, by tool.
     harness_tools: Counter = field(default_factory=Counter)
 
@@ -158,10 +170,19 @@ class Notes:
                 continue
             if think_known(trajectory) == "unknown":
                 self.think_unknown[trajectory.format] += 1
+            unknown = sum(step.output_bytes is None for step in trajectory.steps)
+            if unknown:
+                self.size_unknown[trajectory.format] += unknown
             self.harness_tools.update(s.tool for s in trajectory.steps if s.tool is not None)
 
     def __bool__(self) -> bool:
-        return bool(self.skipped or self.zero_action or self.think_unknown or self.harness_tools)
+        return bool(
+            self.skipped
+            or self.zero_action
+            or self.think_unknown
+            or self.size_unknown
+            or self.harness_tools
+        )
 
     def to_dict(self) -> dict:
         """Plain types (xdist ships them from a worker)."""
@@ -174,14 +195,17 @@ class Notes:
             skipped=list(data["skipped"]),
             zero_action=data["zero_action"],
             think_unknown=Counter(data["think_unknown"]),
+            size_unknown=Counter(data.get("size_unknown", {})),
             harness_tools=Counter(data["harness_tools"]),
         )
 
-    def lines(self, mode: Mode) -> list[str]:
-        """The summary's lines, one per note."""
+    def lines(self, mode: Mode, verbose: bool = False) -> list[str]:
+        """The summary's lines, one per note (``verbose``: every skipped file named)."""
         lines = []
         if self.skipped:
-            names = ", ".join(self.skipped[:3]) + (", ..." if len(self.skipped) > 3 else "")
+            shown = self.skipped if verbose else self.skipped[:SKIPPED_NAMED]
+            more = len(self.skipped) - len(shown)
+            names = ", ".join(shown) + (f", and {more} more (-v lists them)" if more else "")
             lines.append(
                 f"rollout-tax: skipped {len(self.skipped)} file(s) in --rollout-replay folders "
                 f"that are not trajectories: {names}"
@@ -196,6 +220,12 @@ class Notes:
                 f"rollout-tax: note: {sum(self.think_unknown.values())} trajectory(ies) record "
                 f"no think time ({_counts(self.think_unknown)}): unknown, not 0; the recorded "
                 "think time comes from the others (or give --rollout-think-time)"
+            )
+        if self.size_unknown:
+            lines.append(
+                f"rollout-tax: note: {sum(self.size_unknown.values())} step(s) record no output "
+                f"size ({_counts(self.size_unknown)}): unknown, replayed as 0 bytes in shape "
+                "mode and never an output_size divergence"
             )
         if self.harness_tools and mode == "exact":
             bundles = sorted({f"tools/{TOOL_BUNDLES[tool]}" for tool in self.harness_tools})

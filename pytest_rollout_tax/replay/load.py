@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.paths import regular_file
 from ..errors import NotRegularFileError
-from . import mini_swe_agent, openai_messages, rollout_tax, swe_agent
+from . import mini_swe_agent, openai_messages, openhands, rollout_tax, swe_agent, swe_agent_rows
 from .model import RecordedTrajectory, TrajectoryError, fail, not_a_trajectory
 
 #: Suffixes of the files taken from a directory given to ``--rollout-replay``.
@@ -26,14 +26,16 @@ MAX_BYTES = 2**40
 WALL_SLACK_S = 1.0
 #: The suffixes of a trajectory file's name, taken off for its id.
 SUFFIXES = (".traj", ".traj.json")
-#: The formats a row may be in, in the order they are tried.
-DOCUMENTS = (mini_swe_agent, swe_agent, openai_messages)
+#: The formats a row may be in, in the order they are tried (SWE-agent 0.x rows before chat
+#: rows: both have role-tagged turns).
+DOCUMENTS = (mini_swe_agent, swe_agent, swe_agent_rows, openhands, openai_messages)
 #: The fields that name a trajectory, in the order they are tried (``run_id`` goes with
 #: ``instance_id``: several runs of one instance are distinct trajectories).
 IDENTITY = ("trajectory_id", "traj_id", "run_id+instance_id", "instance_id")
 EXPECTED = (
-    "expected a mini-swe-agent trajectory, a SWE-agent .traj, chat rows with 'messages' or "
-    "'trajectory', or JSONL steps with 'cmd'"
+    "expected a mini-swe-agent trajectory, a SWE-agent .traj or rows, chat rows with "
+    "'messages' or 'trajectory', OpenHands output (rows with a 'history' of events, or an "
+    "event list), or JSONL steps with 'cmd'"
 )
 
 
@@ -153,6 +155,12 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
     if rollout_tax.matches(found[0].value):
         steps = [rollout_tax.step(row.value, row.where) for row in found]
         return [RecordedTrajectory(str(path), "rollout-tax", stem(path), tuple(steps))]
+    if openhands.is_event(found[0].value):  # an event list: one trajectory
+        for row in found:
+            if not openhands.is_event(row.value):
+                raise fail(row.where, "expected an OpenHands event like the first row")
+        events = [row.value for row in found]
+        return [openhands.parse_events(events, str(path), stem(path), str(path))]
     trajectories, seen = [], {}
     for row in found:
         module = next((m for m in DOCUMENTS if m.matches(row.value)), None)

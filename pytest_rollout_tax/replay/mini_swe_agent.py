@@ -8,13 +8,16 @@ import re
 from typing import Any
 
 from .model import Clock, RecordedStep, RecordedTrajectory, byte_length, exit_code, fail, number
+from .observation_template import Parse, compile_template
 
+#: Where a 1.x recording keeps the template its observations were written with.
+TEMPLATE_FIELD = "info.config.agent.action_observation_template"
 #: Where a recording names its step timeout.
 TIMEOUT_FIELD = "info.config.environment.timeout"
 #: How mini-swe-agent 1.x's timeout template starts a timed-out command's observation.
 _TIMED_OUT = "timed out and has been killed"
 
-_BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
+BASH_BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n```", re.S)
 _RETURNCODE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
 _OUTPUT = re.compile(r"<output>\n?(.*)</output>", re.S)
 _HEAD = re.compile(r"<output_head>\n?(.*?)</output_head>", re.S)
@@ -39,9 +42,12 @@ def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTr
             raise fail(f"{where}: messages[{index}]", "expected an object")
     structured = any(_actions(m) is not None for m in messages if m.get("role") == "assistant")
     clock = Clock(where)
-    steps = _structured(messages, where, clock) if structured else _text(messages, clock)
     info = data.get("info")
     config = info.get("config") if isinstance(info, dict) else None
+    if structured:
+        steps = _structured(messages, where, clock)
+    else:
+        steps = _text(messages, clock, _template(config))
     environment = config.get("environment") if isinstance(config, dict) else None
     timeout = number(environment.get("timeout")) if isinstance(environment, dict) else None
     known = timeout is not None and timeout > 0
@@ -130,7 +136,15 @@ def _matching(observations: list[dict], action: dict, position: int) -> dict | N
     return observations[position] if position < len(observations) else None
 
 
-def _text(messages: list[dict], clock: Clock) -> list[RecordedStep]:
+def _template(config: object) -> Parse | None:
+    """The reader of the run's own ``action_observation_template``, where it records one
+    that a pattern can read (TEMPLATE_FIELD)."""
+    agent = config.get("agent") if isinstance(config, dict) else None
+    template = agent.get("action_observation_template") if isinstance(agent, dict) else None
+    return compile_template(template) if isinstance(template, str) else None
+
+
+def _text(messages: list[dict], clock: Clock, template: Parse | None) -> list[RecordedStep]:
     """The older text format: one ```` ```bash ```` block per assistant message, its
     observation the next user message (``<returncode>``, ``<output>`` or head/tail). Its time:
     each message's ``timestamp`` (1.17 and later), else each model response's
@@ -142,13 +156,13 @@ def _text(messages: list[dict], clock: Clock) -> list[RecordedStep]:
         if message.get("role") != "assistant":
             clock.advance(stamp, len(steps) or 1, field)
             continue
-        blocks = _BASH_BLOCK.findall(_content(message))
+        blocks = BASH_BLOCK.findall(_content(message))
         think = clock.advance(stamp, len(steps) + 1, field)
         stamp = clock.last if stamp is not None else None
         if len(blocks) != 1:  # the agent rejected it as a format error: nothing ran
             continue
         reply = next((m for m in messages[index + 1 :] if m.get("role") in ("user", "tool")), None)
-        code, size = _observation(_content(reply)) if reply else (None, None)
+        code, size = _read(_content(reply), template) if reply else (None, None)
         seen_at = number(reply.get("timestamp")) if reply and stamped else None
         steps.append(
             RecordedStep(
@@ -162,6 +176,13 @@ def _text(messages: list[dict], clock: Clock) -> list[RecordedStep]:
     return steps
 
 
+def _read(text: str, template: Parse | None) -> tuple[int | None, int | None]:
+    """Exit code and output size of a text observation: by the run's own template where it
+    matches, else by the default templates' tags."""
+    found = template(text) if template is not None else None
+    return found if found is not None else observation(text)
+
+
 def _text_stamp(message: dict, index: int, stamped: bool) -> tuple[float | None, str]:
     if stamped:
         return number(message.get("timestamp")), f"messages[{index}].timestamp"
@@ -171,7 +192,7 @@ def _text_stamp(message: dict, index: int, stamped: bool) -> tuple[float | None,
     return number(created), f"messages[{index}].extra.response.created"
 
 
-def _observation(text: str) -> tuple[int | None, int | None]:
+def observation(text: str) -> tuple[int | None, int | None]:
     """Exit code and output size of a text observation. Long outputs were cut: their size is
     head + elided + tail. The templates put a newline of their own before each closing tag
     of a head, a tail and a timed-out command's output: it is not the command's."""

@@ -9,7 +9,30 @@ from typing import Literal
 from ..errors import NotATrajectory, TrajectoryError
 
 #: The harness formats a trajectory file may be in.
-Format = Literal["mini-swe-agent", "swe-agent", "openai-messages", "swe-smith", "rollout-tax"]
+Format = Literal[
+    "mini-swe-agent",
+    "mini-swe-agent-text-rows",
+    "swe-agent",
+    "swe-agent-rows",
+    "openai-messages",
+    "swe-smith",
+    "openhands",
+    "openhands-text-rows",
+    "rollout-tax",
+]
+#: Where each format's times come from: (think time, command time), the field a reader takes
+#: them from or ``unknown``. docs/replay.md's format table states the same (a test checks).
+TIMES: dict[str, tuple[str, str]] = {
+    "mini-swe-agent": ("extra.timestamp", "extra.timestamp"),
+    "mini-swe-agent-text-rows": ("unknown", "unknown"),
+    "swe-agent": ("unknown", "execution_time"),
+    "swe-agent-rows": ("unknown", "unknown"),
+    "openai-messages": ("unknown", "unknown"),
+    "swe-smith": ("unknown", "unknown"),
+    "openhands": ("timestamp", "timestamp"),
+    "openhands-text-rows": ("unknown", "unknown"),
+    "rollout-tax": ("think_s", "recorded_s"),
+}
 #: The editor commands emulated with the sandbox's file API.
 EDIT_COMMANDS = ("create", "view", "str_replace", "insert")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .wild_trajectories import WILD_FORMATS
+
 
 def _tool(call: str, output: str, code: int, stamp: float) -> dict:
     return {
@@ -325,6 +327,7 @@ FORMATS = {
     "openai": ("rows.jsonl", OPENAI_ROWS),
     "swe-smith": ("smith.jsonl", SWE_SMITH_ROWS),
     "rollout-tax": ("steps.jsonl", ROLLOUT_TAX_LINES),
+    **WILD_FORMATS,
 }
 #: How a file may lay its rows out: one indented JSON value, the same on one line, a JSON
 #: array (even of one document), JSONL.
