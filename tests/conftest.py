@@ -16,11 +16,14 @@ from support.ec2_moto import (
     sshd_image,
     sshd_target,
 )
+from support.agent_sandbox_api import claims_api, claims_kubeconfig
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
+    "claims_api",
+    "claims_kubeconfig",
     "docker_client",
     "e2b_env",
     "e2b_server",
