@@ -141,7 +141,8 @@ class Objects:
         except k8s_client.ApiException as exc:
             if exc.status == 0 or exc.status is None:
                 raise self.api.unreachable(exc) from None
-            raise self.api.refused(exc.status, exc.body, verb, kind.plural, name) from None
+            body = exc.body.encode() if isinstance(exc.body, str) else exc.body
+            raise self.api.refused(exc.status, body, verb, kind.plural, name) from None
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise self.api.unreachable(exc) from None
 
