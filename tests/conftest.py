@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from support.agent_sandbox_api import claims_api, claims_kubeconfig
 from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
@@ -16,7 +17,6 @@ from support.ec2_moto import (
     sshd_image,
     sshd_target,
 )
-from support.agent_sandbox_api import claims_api, claims_kubeconfig
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate

@@ -4,6 +4,7 @@ unbound claims, the missing CRDs, the summary's split and leaks. Its timings are
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -154,7 +155,7 @@ def test_pacing_spaces_the_claims_creates(claims):
         box.close()
     sent = sorted(b.rollout.epoch["create"] + b.rollout.phases.get("paced", 0.0) for b in boxes)
     assert sum("paced" in b.rollout.phases for b in boxes) >= 2
-    assert all(later - earlier >= 0.19 for earlier, later in zip(sent, sent[1:])), sent
+    assert all(later - earlier >= 0.19 for earlier, later in itertools.pairwise(sent)), sent
 
 
 def test_a_claim_left_unbound_is_its_own_outcome_with_the_controllers_conditions(
