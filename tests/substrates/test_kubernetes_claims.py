@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from support.agent_sandbox_api import LAUNCH_TYPE, AgentSandboxStandIn, on_loop
-from support.k8s_api import POD_LABEL
 from support.pytest_process import interrupt, wait_for
 from support.reports import report
 
@@ -34,8 +33,9 @@ def objects(server: AgentSandboxStandIn) -> dict[str, list[str]]:
 
 
 def containers(docker_client, server: AgentSandboxStandIn) -> list[str]:
-    listed = docker_client.containers.list(all=True, filters={"label": POD_LABEL})
-    return [c.name for c in listed if c.labels.get("rollout-tax.test/k8s-api") == server.id]
+    label = f"rollout-tax.test/k8s-api={server.id}"  # sparse: no inspect of a removed one
+    listed = docker_client.containers.list(all=True, sparse=True, filters={"label": label})
+    return [c.attrs["Names"][0].lstrip("/") for c in listed]
 
 
 @pytest.fixture
