@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from support.agent_sandbox_api import claims_api, claims_kubeconfig
 from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
@@ -21,6 +22,8 @@ from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
+    "claims_api",
+    "claims_kubeconfig",
     "docker_client",
     "e2b_env",
     "e2b_server",

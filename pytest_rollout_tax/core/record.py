@@ -90,6 +90,9 @@ class Rollout:
     runtime: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
+    #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
+    #: pool) or ``cold``, as it reports it; None elsewhere.
+    launch_type: str | None = None
     #: Values no text of the report may hold: every ``env`` value an exec was given and the
     #: substrate's credentials. Never reported; :meth:`fail` redacts them.
     secrets: set[str] = field(default_factory=set, repr=False, compare=False)
@@ -117,6 +120,8 @@ class Rollout:
             extra["runtime"] = self.runtime
         if self.snapshot:
             extra["snapshot"] = True
+        if self.launch_type is not None:
+            extra["launch_type"] = self.launch_type
         return {
             "test": self.test,
             "substrate": self.substrate,

@@ -88,6 +88,8 @@ def summarize_substrate(
         entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
     if any(r.get("snapshot") for r in records):
         entry["snapshot"] = True
+    if launches := launch_types(records):  # optional: k8s claims, warm or cold
+        entry["launch_types"] = launches
     if command is not None:  # optional: a shape replay's recorded command time
         entry["command"] = command
     if (divergence := divergence_of(samples)) is not None:
@@ -102,6 +104,24 @@ def summarize_substrate(
         entry["price_per_hour"] = price
         entry["cost_usd"] = hours * price if hours is not None else None
     return entry
+
+
+def launch_types(records: list[dict]) -> dict[str, dict]:
+    """The cold start of claimed sandboxes by the launch type their controller reported:
+    each type's rollouts, share of the typed rollouts and cold-start stats."""
+    typed: dict[str, list[float]] = {}
+    for record in records:
+        if record.get("launch_type") and record["cold_start_s"] is not None:
+            typed.setdefault(record["launch_type"], []).append(record["cold_start_s"])
+    total = sum(len(times) for times in typed.values())
+    return {
+        kind: {
+            "rollouts": len(times),
+            "share": len(times) / total,
+            "cold_start": _dict(Stats.of(times)),
+        }
+        for kind, times in sorted(typed.items(), key=lambda item: item[0] != "warm")
+    }
 
 
 def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> dict | None:

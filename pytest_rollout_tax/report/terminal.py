@@ -110,6 +110,12 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
     lines = []
     if entry.get("burst"):
         lines.append(burst_line(name, entry["burst"]))
+    if launches := entry.get("launch_types"):
+        parts = [
+            f"{kind} {t['rollouts']} ({t['share']:.0%}), p50 {_stat(t['cold_start'], 'p50')}"
+            for kind, t in launches.items()
+        ]
+        lines.append(f"{name} cold start by launch type: {'; '.join(parts)}")
     pool = entry.get("pool")
     if pool:
         claims = pool["hits"] + pool["misses"]

@@ -11,6 +11,11 @@ from typing import Any
 from ..errors import ConfigError
 
 PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
+#: Variants every run knows, as if defined in pyproject.toml (a table of the same name there
+#: adds to it and overrides its keys).
+BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
+    "k8s-claim": {"kind": "k8s", "api": "claim"},
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +48,19 @@ def parse_substrate_opt(text: str) -> tuple[str, str, str]:
 
 
 def pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any."""
+    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any, over the
+    built-in variants (:data:`BUILTIN_VARIANTS`)."""
+    tables = _pyproject_tables(path)
+    merged = {name: dict(table) for name, table in BUILTIN_VARIANTS.items()}
+    for name, table in tables.items():
+        if isinstance(table, dict) and name in merged:
+            merged[name] |= table
+        else:
+            merged[name] = table
+    return merged
+
+
+def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         return {}
     try:

@@ -63,8 +63,18 @@ def test_unknown_kind_and_unknown_opt_target_are_errors():
 def test_pyproject_tables_are_read(tmp_path):
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.rollout-tax.substrates.docker]\nimage = "x"\n')
-    assert pyproject_tables(path) == {"docker": {"image": "x"}}
-    assert pyproject_tables(tmp_path / "missing.toml") == {}
+    builtin = {"k8s-claim": {"kind": "k8s", "api": "claim"}}
+    assert pyproject_tables(path) == {**builtin, "docker": {"image": "x"}}
+    assert pyproject_tables(tmp_path / "missing.toml") == builtin
+
+
+def test_the_builtin_k8s_claim_variant_resolves_and_a_table_of_its_name_adds_to_it(tmp_path):
+    path = tmp_path / "pyproject.toml"
+    path.write_text("[tool.rollout-tax.substrates.k8s-claim]\nwarm_pool = 4\n")
+    tables = pyproject_tables(path)
+    [spec] = resolve(["k8s-claim"], ["k8s-claim.namespace=rl"], tables, ["k8s", "local"])
+    assert (spec.name, spec.kind) == ("k8s-claim", "k8s")
+    assert spec.options == {"api": "claim", "warm_pool": 4, "namespace": "rl"}
 
 
 def test_invalid_pyproject_is_a_clear_error(tmp_path):

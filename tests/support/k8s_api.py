@@ -179,7 +179,7 @@ EVENT_FIELDS = {
     "source",
     "type",
 }
-FIELDS = {"pods": POD_FIELDS, "events": EVENT_FIELDS}
+FIELDS: dict[str, set[str]] = {"pods": POD_FIELDS, "events": EVENT_FIELDS}
 
 Matcher = Callable[[dict], bool]
 
@@ -782,14 +782,28 @@ class KubeAPIStandIn:
                 f'pods "{name}" already exists',
                 {"name": name, "kind": "pods"},
             )
-        self._default(pod, namespace)
-        self.store.write("pods", pod, "ADDED")
-        runtime = PodRuntime(uid=meta["uid"])
-        self.pods[(namespace, name)] = runtime
-        runtime.task = self._spawn(self._kubelet(namespace, name, runtime))
+        self.add_pod(namespace, pod)
         if self._simulate(pod) == "lost-create-response" and request.transport is not None:
             request.transport.abort()  # created, but the client never hears of it
         return web.json_response(pod, status=201)
+
+    def add_pod(self, namespace: str, pod: dict) -> dict:
+        """Default and store a valid new pod, and start its kubelet (a controller's create)."""
+        name = pod["metadata"]["name"]
+        self._default(pod, namespace)
+        self.store.write("pods", pod, "ADDED")
+        runtime = PodRuntime(uid=pod["metadata"]["uid"])
+        self.pods[(namespace, name)] = runtime
+        runtime.task = self._spawn(self._kubelet(namespace, name, runtime))
+        return pod
+
+    def remove_pod(self, namespace: str, name: str) -> None:
+        """Delete a pod at once, as a grace period of 0 does (a controller's delete)."""
+        pod = self.store.get("pods", namespace, name)
+        if pod is not None:
+            pod["metadata"]["deletionTimestamp"] = now_rfc3339()
+            self.store.write("pods", pod, "DELETED")
+            self._forget(namespace, name, self.pods.get((namespace, name)), stop_timeout=0)
 
     @staticmethod
     def _validate(pod: dict, name: str) -> None:

@@ -25,8 +25,8 @@ SESSION_SHELL_PID = (
     "p=$$; until [ \"$(cat /proc/$p/comm)\" = timeout ]; do p=$(cut -d' ' -f4 /proc/$p/stat); "
     "done; cut -d' ' -f4 /proc/$p/stat"
 )
-#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), and
-#: docker under gVisor (``-runsc``) on both transports.
+#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), docker
+#: under gVisor (``-runsc``) and k8s's agent-sandbox claims (``k8s-claim``) on both transports.
 STAND_INS = (
     "local",
     "local-session",
@@ -36,6 +36,8 @@ STAND_INS = (
     "docker-runsc-session",
     "k8s",
     "k8s-session",
+    "k8s-claim",
+    "k8s-claim-session",
     "e2b",
     "ec2",
     "ec2-session",
@@ -99,6 +101,8 @@ def _split(name: str) -> tuple[str, dict[str, str]]:
         options["transport"] = "session"
     if "runsc" in parts:
         options["runtime"] = "runsc"
+    if "claim" in parts:  # the built-in variant k8s-claim, with a warm pool of 1
+        kind, options["warm_pool"] = "k8s-claim", "1"
     return kind, options
 
 
@@ -124,6 +128,9 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
     elif name == "k8s":
         kubeconfig = request.getfixturevalue("k8s_kubeconfig")
         args.append(f"--substrate-opt=k8s.kubeconfig={kubeconfig}")
+    elif name == "k8s-claim":
+        kubeconfig = request.getfixturevalue("claims_kubeconfig")
+        args.append(f"--substrate-opt=k8s-claim.kubeconfig={kubeconfig}")
     elif name == "e2b":
         request.getfixturevalue("e2b_env")
     elif name == "ec2":
@@ -151,8 +158,16 @@ def open_substrate(name: str, request: pytest.FixtureRequest) -> Iterator[Substr
 
 
 def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Substrate:
-    """``name`` is KIND, KIND-session or KIND-live."""
+    """``name`` is KIND, KIND-session, KIND-live or k8s-claim[-session]."""
     fixture = request.getfixturevalue
+    if name.startswith("k8s-claim"):
+        from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
+
+        session = {"transport": "session"} if transport_of(name) == "session" else {}
+        kubeconfig = str(fixture("claims_kubeconfig"))
+        return KubernetesSubstrate(
+            "k8s-claim", kubeconfig=kubeconfig, api="claim", warm_pool=1, **session
+        )
     name, _, variant = name.partition("-")
     if variant == "live":
         name = f"{name}-live"

@@ -72,11 +72,34 @@ class KubernetesOptions(SubstrateOptions):
     workdir: str | None = None
     #: A YAML Pod manifest (or PodSpec) merged under these options, for what they don't cover.
     pod_template: str | None = None
+    #: ``pod`` (a pod per rollout) or ``claim`` (an agent-sandbox SandboxClaim per rollout).
+    api: Literal["pod", "claim"] = "pod"
+    #: claim: the user's SandboxTemplate; claims check out of the SandboxWarmPool naming it.
+    template: str | None = None
+    #: claim: ``pod`` applies a SandboxTemplate built from the pod options, and a
+    #: SandboxWarmPool of ``warm_pool`` (the default when no ``template`` is named).
+    template_from: Literal["pod"] | None = None
+    #: claim, with ``template_from``: the replicas of the tool's SandboxWarmPool.
+    warm_pool: int = 0
+    #: claim: SandboxClaims created per second at most, per process (0: unpaced).
+    max_claims_per_s: float = 0.0
 
     def check(self) -> None:
         for key in ("ready_timeout", "delete_timeout"):
             if getattr(self, key) <= 0:
                 raise ValueError(f"{key}={getattr(self, key)}: must be > 0 seconds")
+        if self.warm_pool < 0 or self.max_claims_per_s < 0:
+            bad = "warm_pool" if self.warm_pool < 0 else "max_claims_per_s"
+            raise ValueError(f"{bad}={getattr(self, bad)}: must be 0 or more")
+        if self.template and self.template_from:
+            raise ValueError(
+                f"template={self.template!r} and template_from={self.template_from!r}: "
+                "name your SandboxTemplate or let the tool make one, not both"
+            )
+        if self.api == "pod" and (self.template or self.template_from or self.warm_pool):
+            raise ValueError("template, template_from and warm_pool need api='claim'")
+        if self.api == "claim" and not self.template:
+            self.template_from = "pod"
         if self.workdir is not None and not self.workdir.startswith("/"):
             raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
         for item in self.tolerations:

@@ -14,7 +14,9 @@ from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
 from . import events
+from .agent_sandbox import Objects
 from .api import POD, PODS, Api, ApiError
+from .claims import ClaimHandle, Claims
 from .config import KubernetesOptions, load_cluster
 from .exec_transport import PodExec, PodHandle
 from .exec_ws import ExecStream
@@ -74,6 +76,16 @@ class KubernetesSubstrate(Substrate):
         except ApiError as exc:
             self.api.close()
             raise SubstrateUnavailable(str(exc)) from None
+        #: ``api = "claim"``: the agent-sandbox claims (None: a pod per rollout).
+        self.claims: Claims | None = None
+        if self.options.api == "claim":
+            objects = Objects(self.api)
+            try:
+                objects.check_installed()
+            except SubstrateUnavailable:
+                self.api.close()
+                raise
+            self.claims = Claims(objects, self.options, self.session_id)
 
     def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict:
         """The pod this substrate creates for a sandbox ``name`` with ownership ``labels``."""
@@ -85,8 +97,19 @@ class KubernetesSubstrate(Substrate):
     def secrets(self) -> list[str]:
         return self.api.secrets
 
+    def _prepare(self) -> None:
+        """Claims: the tool's template and pool applied (``template_from``), or the user's
+        pool found, once, before the first rollout."""
+        if self.claims is not None:
+            self.claims.prepare(self.pod_manifest("rollout-tax-sandbox", {}))
+
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> PodHandle:
         name = f"rollout-tax-{labels[ROLLOUT_LABEL]}"
+        if self.claims is not None:
+            base = PodHandle(
+                id="", workdir=self.workdir, container=self._base.container, resource_version=""
+            )
+            return self.claims.claim(name, labels, clock, base)
         deadline = clock.started + self.options.ready_timeout
         try:
             created = self.api.call(
@@ -130,6 +153,9 @@ class KubernetesSubstrate(Substrate):
     def after_cold_start(self, handle: PodHandle, rollout: Rollout) -> None:
         """The image pull time from the kubelet's Pulled event (one GET, untimed); without
         readable events, the gap from ``scheduled`` to ``containers_ready``, an upper bound."""
+        if isinstance(handle, ClaimHandle) and self.claims is not None:
+            rollout.launch_type = self.claims.launch_type(handle.id)
+            return
         found = events.image_pull_seconds(self.api, handle.id)
         phases = rollout.phases
         if found is None and "scheduled" in phases and "containers_ready" in phases:
@@ -138,14 +164,17 @@ class KubernetesSubstrate(Substrate):
             phases["image_pull"] = found
 
     def destroy(self, handle: PodHandle) -> None:
+        if isinstance(handle, ClaimHandle) and self.claims is not None:
+            self.claims.release(handle)
+            return
         self._delete(handle.id, handle.resource_version)
 
     def reap(self, session_id: str | None = None) -> int:
         """Delete the pods labelled with ``session_id`` (any session if None) in the namespace."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
+        removed = self._reap_claims(session_id)
         query = [("labelSelector", selector)]
         pods = self.api.call("GET", PODS, verb="list", resource="pods", query=query)
-        removed = 0
         for pod in pods.get("items") or []:
             try:
                 self.api.call(
@@ -157,6 +186,18 @@ class KubernetesSubstrate(Substrate):
                     raise
         return removed
 
+    def _reap_claims(self, session_id: str | None) -> int:
+        """The agent-sandbox objects of ``session_id``; in pod mode only where the cluster has
+        them and the account may list them."""
+        if self.claims is not None:
+            return self.claims.reap(session_id)
+        try:
+            return Claims(Objects(self.api), self.options, self.session_id).reap(session_id)
+        except ApiError as exc:
+            if exc.code in (403, 404):
+                return 0
+            raise
+
     @property
     def endpoint(self) -> str:
         return self.server
@@ -165,6 +206,8 @@ class KubernetesSubstrate(Substrate):
         self.api.call("GET", "/version", verb="get", resource="version")
 
     def close(self) -> None:
+        if self.claims is not None:
+            self.claims.close()
         self.api.close()
 
     # -- readiness ---------------------------------------------------------------------------
