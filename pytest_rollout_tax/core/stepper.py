@@ -6,7 +6,7 @@ machine with the host's C compiler (``$CC``, else ``cc``, static, so it runs in 
 sandbox of the host's architecture) into a cache keyed by its source, and placed in each
 sandbox when a session opens. Without a compiler (or a static C library), every session falls
 back to a relay in the shell (:data:`~pytest_rollout_tax.core.shell.RELAY`), which keeps the
-same contract at a few more processes per step.
+same contract at a few more processes per step (``ROLLOUT_TAX_STEPPER=off`` forces it).
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ NAME = "rtx-step"
 #: What ``rtx-step --check`` prints where it runs.
 CHECK_OUTPUT = b"rtx-step ok\n"
 FLAGS = ("-static", "-Os", "-s", "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections")
+#: Set to ``off`` to run every session step through the shell's relay instead.
+SWITCH = "ROLLOUT_TAX_STEPPER"
 #: How long one compile may take.
 BUILD_TIMEOUT_S = 120.0
 
@@ -40,9 +42,14 @@ def cache_dir() -> Path:
     return Path(base) / "pytest-rollout-tax"
 
 
-@functools.cache
 def built() -> Path | None:
-    """The helper for this machine, compiled on first use (None: it cannot be built here)."""
+    """The helper for this machine, compiled on first use (None: it cannot be built here, or
+    :data:`SWITCH` is ``off``)."""
+    return None if os.environ.get(SWITCH, "").lower() == "off" else _build()
+
+
+@functools.cache
+def _build() -> Path | None:
     compiler = shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc")
     if compiler is None or platform.system() != "Linux":
         return None
