@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
     double deadline = limit > 0 ? now() + limit : 0;
     struct pollfd fds[3] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}, {wake[0], POLLIN, 0}};
     int open_streams = 2, status = 0, exited = 0, killed = 0;
-    static char buffer[1 << 16];
+    static char buffer[1 << 17];
     while (open_streams > 0 || !exited) {
         if (!exited) {
             pid_t done = waitpid(child, &status, WNOHANG);
