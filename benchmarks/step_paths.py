@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
             for name in order:
                 box = boxes[name]
                 row = {
-                    label: timed(lambda argv=argv: box.exec(argv)) for label, argv in COMMANDS.items()
+                    label: timed(lambda a=argv, b=box: b.exec(a))
+                    for label, argv in COMMANDS.items()
                 }
                 row["probe (action)"] = box.probe(1)[0]
                 if round_ >= 2:
