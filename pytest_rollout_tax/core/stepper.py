@@ -54,11 +54,11 @@ def _build() -> Path | None:
     if compiler is None or platform.system() != "Linux":
         return None
     digest = hashlib.sha256(source() + " ".join(FLAGS).encode()).hexdigest()[:16]
-    target = cache_dir() / f"{NAME}-{platform.machine()}-{digest}"
+    target = cache_dir() / f"{platform.machine()}-{digest}" / NAME  # its name, as comm shows
     if target.is_file() and os.access(target, os.X_OK):
         return target
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)  # a move within it is whole
         return _compile(compiler, target)
     except (OSError, subprocess.SubprocessError):
         return None
