@@ -167,9 +167,12 @@ class ShellTransport(Transport):
             return None
         path = str(built)
         if not self._on_host:
-            path = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"
+            where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
+            path = f"{where}/{stepper.NAME}"
             encoded = base64.b64encode(built.read_bytes()).decode()
-            script = f"printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
+            script = (
+                f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
+            )
             if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
                 return None
         check = subshell(f"exec {shlex.quote(path)} --check")
