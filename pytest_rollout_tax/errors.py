@@ -24,6 +24,21 @@ class SubstrateUnavailable(RolloutTaxError):
     """The substrate cannot be used here: SDK not installed, daemon or API unreachable."""
 
 
+class ExtraMissing(SubstrateUnavailable, ImportError):
+    """A substrate's optional dependencies (its extra) are not installed."""
+
+    def __init__(self, substrate: str, extra: str) -> None:
+        super().__init__(
+            f"{substrate} needs the [{extra}] extra: pip install 'pytest-rollout-tax[{extra}]'"
+        )
+        self.substrate = substrate
+        self.extra = extra
+
+    def named(self, substrate: str) -> ExtraMissing:
+        """The same error for the substrate (or variant) ``substrate``."""
+        return ExtraMissing(substrate, self.extra)
+
+
 class CredentialsMissing(SubstrateUnavailable):
     """The substrate needs credentials that are not configured; its rollouts are skipped."""
 

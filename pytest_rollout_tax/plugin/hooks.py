@@ -53,6 +53,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A replay alone (``--rollout-replay`` and no test paths) is only a replay: the conftests
+    under ``testpaths`` are not loaded, as no test there is collected."""
+    namespace = early_config.known_args_namespace
+    replayed = getattr(namespace, ini_name("--rollout-replay"), None)
+    if replayed and not namespace.file_or_dir:
+        namespace.file_or_dir = list(replayed)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if config.option.rollout_reap:

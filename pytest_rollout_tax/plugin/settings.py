@@ -25,7 +25,7 @@ from ..report.aggregate import STEP_CHOICES
 from ..report.files import check_report_path
 from ..report.projection import Scale
 from ..substrates.registry import Registry
-from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
+from ..substrates.selection import Catalog, SubstrateSpec, resolve, split_names, variant_tables
 from .gating import Gate
 from .shard import Shard, parse_start
 
@@ -203,7 +203,7 @@ class Settings:
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
         try:
             selected = split_names(option(config, "--substrate"), "--substrate")
-            tables = pyproject_tables(config.rootpath / "pyproject.toml")
+            tables = variant_tables(config.rootpath / "pyproject.toml")
             aliases = registry.aliases()
             opts = option(config, "--substrate-opt")
             specs = resolve(selected, opts, tables, registry.names(), aliases)

@@ -29,6 +29,7 @@ from ..core.transport import RawResult, Transport, step_timeout
 from ..errors import (
     ConfigError,
     CredentialsMissing,
+    ExtraMissing,
     RolloutTaxError,
     SandboxError,
     SandboxStartError,
@@ -52,10 +53,8 @@ try:
         ServiceBusyException,
         TimeoutException,
     )
-except ImportError as exc:  # pragma: no cover - exercised by a test that hides the SDK
-    raise SubstrateUnavailable(
-        f"e2b: the E2B SDK is not installed ({exc}); pip install 'pytest-rollout-tax[e2b]'"
-    ) from None
+except ImportError:  # pragma: no cover - exercised by a test that hides the extra
+    raise ExtraMissing("e2b", "e2b") from None
 
 API_KEY_VARIABLE = "E2B_API_KEY"
 LABEL_PREFIX = "rollout-tax.io/"

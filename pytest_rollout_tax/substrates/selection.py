@@ -17,6 +17,17 @@ BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
     "k8s-claim": {"kind": "k8s", "api": "claim"},
 }
 
+#: Variants that work by name with no configuration; a pyproject table of the same name
+#: replaces one whole (docs/api.md#built-in-variants).
+BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
+    "docker-session": {"kind": "docker", "transport": "session"},
+    "docker-pool": {"kind": "docker", "pool": 2},
+    "docker-gvisor": {"kind": "docker", "runtime": "runsc"},
+    "docker-snap": {"kind": "docker", "runtime": "runsc", "snapshot": True},
+    "k8s-session": {"kind": "k8s", "transport": "session"},
+    "ec2-session": {"kind": "ec2", "transport": "session"},
+}
+
 
 @dataclass(frozen=True)
 class SubstrateSpec:
@@ -72,6 +83,12 @@ def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: [{'.'.join(PYPROJECT_TABLE)}] must be a table")
     return data
+
+
+def variant_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The built-in variants, each replaced whole by a pyproject table of its name, and the
+    pyproject's other tables."""
+    return BUILTIN_VARIANTS | pyproject_tables(path)
 
 
 def identity(name: str, tables: Mapping[str, Mapping[str, Any]], aliases: Mapping[str, str]) -> str:

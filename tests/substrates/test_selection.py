@@ -2,12 +2,14 @@ import pytest
 
 from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.substrates.selection import (
+    BUILTIN_VARIANTS,
     Catalog,
     SubstrateSpec,
     parse_substrate_opt,
     pyproject_tables,
     resolve,
     split_names,
+    variant_tables,
 )
 
 KNOWN = ["local", "docker"]
@@ -116,3 +118,28 @@ def test_the_catalog_knows_registry_names_variants_and_aliases():
     assert catalog.names == ["k8s", "kubernetes", "local", "local-b"]
     assert catalog.same("kubernetes", "k8s") and catalog.same("local", "local")
     assert not catalog.same("local", "local-b") and not catalog.same("k8s", "local")
+
+
+BUILTINS = ["local", "docker", "k8s", "e2b", "ec2"]
+
+
+def test_the_built_in_variants_work_by_name(tmp_path):
+    tables = variant_tables(tmp_path / "pyproject.toml")
+    specs = resolve(["docker-session", "docker-snap"], [], tables, BUILTINS)
+    assert [(s.name, s.kind, s.options) for s in specs] == [
+        ("docker-session", "docker", {"transport": "session"}),
+        ("docker-snap", "docker", {"runtime": "runsc", "snapshot": True}),
+    ]
+    assert set(BUILTIN_VARIANTS) == {
+        "docker-session", "docker-pool", "docker-gvisor", "docker-snap", "k8s-session",
+        "ec2-session",
+    }  # fmt: skip
+
+
+def test_a_users_block_replaces_a_built_in_variant_whole(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.rollout-tax.substrates.docker-gvisor]\nkind = "docker"\nruntime = "runsc-old"\n'
+    )
+    tables = variant_tables(tmp_path / "pyproject.toml")
+    (spec,) = resolve(["docker-gvisor"], [], tables, BUILTINS)
+    assert spec.options == {"runtime": "runsc-old"}
