@@ -13,12 +13,8 @@ from ..errors import ConfigError
 PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
 #: Variants every run knows, as if defined in pyproject.toml (a table of the same name there
 #: adds to it and overrides its keys).
-BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
-    "k8s-claim": {"kind": "k8s", "api": "claim"},
-}
-
 #: Variants that work by name with no configuration; a pyproject table of the same name
-#: replaces one whole (docs/api.md#built-in-variants).
+#: overrides their keys (docs/api.md#built-in-variants).
 BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
     "docker-session": {"kind": "docker", "transport": "session"},
     "docker-pool": {"kind": "docker", "pool": 2},
@@ -26,6 +22,7 @@ BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
     "docker-snap": {"kind": "docker", "runtime": "runsc", "snapshot": True},
     "k8s-session": {"kind": "k8s", "transport": "session"},
     "ec2-session": {"kind": "ec2", "transport": "session"},
+    "k8s-claim": {"kind": "k8s", "api": "claim"},
 }
 
 
@@ -59,19 +56,7 @@ def parse_substrate_opt(text: str) -> tuple[str, str, str]:
 
 
 def pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any, over the
-    built-in variants (:data:`BUILTIN_VARIANTS`)."""
-    tables = _pyproject_tables(path)
-    merged = {name: dict(table) for name, table in BUILTIN_VARIANTS.items()}
-    for name, table in tables.items():
-        if isinstance(table, dict) and name in merged:
-            merged[name] |= table
-        else:
-            merged[name] = table
-    return merged
-
-
-def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any."""
     if not path.is_file():
         return {}
     try:
@@ -86,9 +71,15 @@ def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def variant_tables(path: Path) -> dict[str, dict[str, Any]]:
-    """The built-in variants, each replaced whole by a pyproject table of its name, and the
-    pyproject's other tables."""
-    return BUILTIN_VARIANTS | pyproject_tables(path)
+    """The built-in variants, a pyproject table of the same name overriding their keys, and
+    the pyproject's other tables."""
+    tables = {name: dict(table) for name, table in BUILTIN_VARIANTS.items()}
+    for name, table in pyproject_tables(path).items():
+        if name in tables and isinstance(table, Mapping):
+            tables[name] |= table
+        else:
+            tables[name] = table
+    return tables
 
 
 def identity(name: str, tables: Mapping[str, Mapping[str, Any]], aliases: Mapping[str, str]) -> str:

@@ -22,7 +22,7 @@ from .ec2_moto import stand_in_options, substrate_opt_args, use_dummy_aws
 #: Prints the pid of a session's shell from a step: the parent of the step's helper
 #: (``rtx-step``), or of its ``timeout`` wrapper where the shell's relay runs the step.
 SESSION_SHELL_PID = (
-    "p=$$; until [ \"$(cat /proc/$p/comm)\" = timeout ] || [ \"$(cat /proc/$p/comm)\" = rtx-step ]; "
+    'p=$$; until [ "$(cat /proc/$p/comm)" = timeout ] || [ "$(cat /proc/$p/comm)" = rtx-step ]; '
     "do p=$(cut -d' ' -f4 /proc/$p/stat); done; cut -d' ' -f4 /proc/$p/stat"
 )
 #: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), docker
