@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
+from .limits import LIMITS
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
@@ -174,8 +175,9 @@ class Substrate(ABC):
                 f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
                 f"{' and '.join(cls.transports)}"
             )
-        if parsed.pool < 0:
-            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        pool = LIMITS["SUBSTRATE.pool"]
+        if not pool.low <= parsed.pool <= pool.high:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected {pool.text()} (0: no pool)")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.limits import file_number
 from ..core.paths import regular_file
 from ..core.stats import STAT_NAMES
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
@@ -204,7 +205,9 @@ def load(path: str | os.PathLike[str]) -> SavedRun:
     except OSError as exc:
         raise SavedRunError(f"{path}: cannot read: {_reason(exc)}") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_int=file_number, parse_float=file_number
+        )
     except ValueError as exc:
         raise SavedRunError(f"{path}: not valid JSON: {exc}") from None
     except RecursionError:

@@ -91,6 +91,8 @@ def parse_start(text: str, where: str, now: float | None = None) -> float:
     now = time.time() if now is None else now
     if not at == at or at - now > MAX_WAIT_S:  # NaN, or a mistake
         raise ValueError(f"{where}={text!r}: more than 24 hours from now")
+    if at - now < -MAX_WAIT_S:  # e.g. 0: a start that long past is a mistake, not lateness
+        raise ValueError(f"{where}={text!r}: more than 24 hours ago; expected within a day of now")
     return at
 
 
