@@ -22,7 +22,7 @@ def setup(sandbox):
 
 @pytest.mark.trajectory(steps=3, rounds=2, prepare=setup)
 def test_prepared(sandbox):
-    assert sandbox.read_file("ready") == b"yes"
+    assert sandbox.read_file("ready") == "yes"
 """
 
 
