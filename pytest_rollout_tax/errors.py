@@ -108,12 +108,18 @@ class ReplayFailure(RolloutTaxError):
         self.reason = reason
 
 
-def reason_of(exc: BaseException) -> str:
+#: The longest failure reason kept: cut only after redaction (:func:`redact`).
+REASON_LIMIT = 300
+
+
+def reason_of(exc: BaseException, limit: int | None = REASON_LIMIT) -> str:
     """A short, countable failure reason: the type and the first line of the message, with
-    sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once."""
+    sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once. ``limit``
+    None: uncut, for a caller that redacts it first."""
     text = str(exc).strip()
     line = _SANDBOX_ID.sub("<id>", text.splitlines()[0] if text else "")
-    return f"{type(exc).__name__}: {line}".rstrip(": ")[:300]
+    reason = f"{type(exc).__name__}: {line}".rstrip(": ")
+    return reason if limit is None else reason[:limit]
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import redact
+from ..errors import REASON_LIMIT, redact
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
@@ -105,7 +105,11 @@ class Rollout:
         """Record the first failure reason (later ones are consequences of it), without any
         of :attr:`secrets` in it."""
         if self.error is None:
-            self.error = redact(reason, sorted(self.secrets, key=len, reverse=True))
+            self.error = self.redact(reason)[:REASON_LIMIT]  # redacted whole, then cut
+
+    def redact(self, text: str) -> str:
+        """``text`` without any of :attr:`secrets`."""
+        return redact(text, sorted(self.secrets, key=len, reverse=True))
 
     def stamp(self, mark: str) -> None:
         """Record the epoch time of ``mark`` (one of :data:`EPOCH_MARKS`) now."""

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
+from .limits import LIMITS
 from .options import parse_options
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
@@ -57,7 +58,9 @@ class Prepare:
     run: Callable[[Sandbox], object]
 
     def __call__(self, sandbox: Sandbox) -> None:
-        """Run the setup, its steps unrecorded; a failure is one line naming the function."""
+        """Run the setup, its steps unrecorded; a failure is one line naming the function,
+        without the secrets its steps were given."""
+        __tracebackhide__ = True
         try:
             with sandbox.unrecorded():
                 self.run(sandbox)
@@ -65,9 +68,20 @@ class Prepare:
             raise
         except Exception as exc:
             name = getattr(self.run, "__name__", repr(self.run))
-            raise SandboxStartError(
-                f"{sandbox.substrate.name}: prepare={name} failed: {type(exc).__name__}: {exc}"
-            ) from None
+            failed = f"{type(exc).__name__}: {exc}"
+            message = f"{sandbox.substrate.name}: prepare={name} failed: {failed}"
+            raise SandboxStartError(sandbox.rollout.redact(message)) from None
+
+
+def command_env_values(options: object) -> list[str]:
+    """The values of the variables a substrate's options give every command (``docker.env``,
+    ``local.env``, ``e2b.envs``): secrets, as every ``exec(env=)`` value is."""
+    values: list[str] = []
+    for name in ("env", "envs"):
+        given = getattr(options, name, None)
+        if isinstance(given, dict):
+            values += [str(value) for value in given.values()]
+    return values
 
 
 @dataclass(frozen=True)
@@ -161,8 +175,9 @@ class Substrate(ABC):
                 f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
                 f"{' and '.join(cls.transports)}"
             )
-        if parsed.pool < 0:
-            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        pool = LIMITS["SUBSTRATE.pool"]
+        if not pool.low <= parsed.pool <= pool.high:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected {pool.text()} (0: no pool)")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more
@@ -319,6 +334,7 @@ class Substrate(ABC):
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
         rollout.secrets.update(self.secrets)
+        rollout.secrets.update(command_env_values(self.options))
         return rollout
 
     def _sandbox(
@@ -367,8 +383,8 @@ class Substrate(ABC):
                     clock.mark("template", cold_start=False)
                     self._snapshots[prepare.key] = self._checkpoint(template)
                     clock.mark("checkpoint", cold_start=False)
-                except RolloutTaxError as exc:
-                    self._snapshots[prepare.key] = exc
+                except RolloutTaxError as exc:  # without the template's secrets
+                    self._snapshots[prepare.key] = type(exc)(template_record.redact(str(exc)))
             found = self._snapshots[prepare.key]
         if isinstance(found, RolloutTaxError):
             raise type(found)(str(found))

@@ -8,6 +8,7 @@ from .hooks import (
     pytest_cmdline_main,
     pytest_configure,
     pytest_load_initial_conftests,
+    pytest_plugin_registered,
 )
 
 __all__ = [
@@ -15,4 +16,5 @@ __all__ = [
     "pytest_cmdline_main",
     "pytest_configure",
     "pytest_load_initial_conftests",
+    "pytest_plugin_registered",
 ]

@@ -67,7 +67,7 @@ def failure_reason(exc: BaseException) -> str:
     """A short, countable reason: the message of our errors (sandbox ids as ``<id>``, as
     bursts and pools count them), the type of a workload's."""
     if isinstance(exc, RolloutTaxError):
-        return reason_of(exc)
+        return reason_of(exc, limit=None)  # Rollout.fail redacts it whole, then cuts it
     if isinstance(exc, pytest.fail.Exception):
-        return str(exc).splitlines()[0][:200] if str(exc) else "failed"
+        return str(exc).splitlines()[0] if str(exc) else "failed"
     return f"test failed: {type(exc).__name__}"

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...core.limits import LIMITS
 from ...core.substrate import SubstrateOptions
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
 
@@ -54,8 +55,12 @@ class DockerOptions(SubstrateOptions):
             raise bad("image", "expected an image reference, e.g. rollout-tax/sandbox:bookworm")
         if not _NAME.match(self.network.removeprefix("container:")):
             raise bad("network", "expected none, bridge, host or a docker network name")
-        if self.cpus is not None and not self.cpus > 0:
-            raise bad("cpus", "expected a number of CPUs > 0, e.g. 1.5")
+        if self.cpus is not None and not 0.01 <= self.cpus <= LIMITS["docker.cpus"].high:
+            # below 0.01, docker's NanoCPUs round to 0: no limit at all, silently
+            raise bad("cpus", f"expected {LIMITS['docker.cpus'].text()}, e.g. 1.5")
+        bound = LIMITS["docker.pids_limit"]
+        if self.pids_limit is not None and self.pids_limit > bound.high:
+            raise bad("pids_limit", f"expected {bound.text()} (-1: no limit)")
         if self.memory is not None:
             memory_bytes(self.memory)
         if self.pids_limit is not None and self.pids_limit < 1 and self.pids_limit != -1:
