@@ -49,9 +49,10 @@ LIVE: dict[str, Callable[[], Any]] = {
 }
 
 
-#: What Debian bookworm's gVisor (runsc 20221219) does differently, found by this suite: the
-#: cases that fail on its variants, by test function name (strict xfails: a fixed runsc or
-#: a transport that works around it turns them into failures to remove from here).
+#: What gVisor (runsc 20240729, as scripts/ensure-docker installs it) does differently, found
+#: by this suite: the cases that fail on its variants, by test function name (strict xfails: a
+#: fixed runsc or a transport that works around it turns them into failures to remove from
+#: here). Each is named in docs/substrates/isolation.md with the gVisor issue that tracks it.
 EXEC_ONLY = "exec transport: "
 RUNSC_GAPS = {
     # runsc starts the command in a cwd that is a regular file instead of failing
