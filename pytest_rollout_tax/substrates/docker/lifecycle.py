@@ -57,8 +57,7 @@ REGISTER_RUNSC = (
     "scripts/ensure-docker registers it in the engine it starts; elsewhere add "
     '"runtimes": {"runsc": {"path": "/usr/local/lib/rollout-tax/gvisor/runsc", "runtimeArgs": '
     '["--network=none", "--overlay2=none", "--file-access=shared"]}} to the engine\'s daemon.json '
-    "(a runsc of release "
-    "20240729 or later, e.g. Debian trixie's runsc package) and restart it"
+    "(a runsc of release 20240729 or later, e.g. Debian trixie's runsc package) and restart it"
 )
 
 
