@@ -88,6 +88,9 @@ class Rollout:
     client: str | None = None
     #: The OCI runtime its container ran under (``runc``, ``runsc``), where a substrate has one.
     runtime: str | None = None
+    #: That runtime's release and platform, where known (gVisor: ``20240729.0``, ``systrap``).
+    runtime_release: str | None = None
+    runtime_platform: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
     #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
@@ -122,6 +125,9 @@ class Rollout:
             extra |= {"shard": self.shard, "client": self.client}
         if self.runtime is not None:  # a substrate with an OCI runtime
             extra["runtime"] = self.runtime
+        if self.runtime_release is not None or self.runtime_platform is not None:
+            extra |= {"runtime_release": self.runtime_release}
+            extra |= {"runtime_platform": self.runtime_platform}
         if self.snapshot:
             extra["snapshot"] = True
         if self.launch_type is not None:

@@ -154,6 +154,9 @@ class Substrate(ABC):
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
     runtime: str | None = None
+    #: That runtime's release and platform (gVisor's ``20240729.0`` and ``systrap``), if known.
+    runtime_release: str | None = None
+    runtime_platform: str | None = None
     #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
     output_cap: int = OUTPUT_CAP
 
@@ -333,6 +336,8 @@ class Substrate(ABC):
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
+        rollout.runtime_release = self.runtime_release
+        rollout.runtime_platform = self.runtime_platform
         rollout.secrets.update(self.secrets)
         rollout.secrets.update(command_env_values(self.options))
         return rollout

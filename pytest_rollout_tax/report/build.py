@@ -86,6 +86,9 @@ def summarize_substrate(
     }
     if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
         entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
+        for key in ("runtime_release", "runtime_platform"):  # gVisor's release and platform
+            if (value := _most_common(r.get(key) for r in records)) is not None:
+                entry[key] = value
     if any(r.get("snapshot") for r in records):
         entry["snapshot"] = True
     if launches := launch_types(records):  # optional: k8s claims, warm or cold

@@ -18,8 +18,8 @@ PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
 BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
     "docker-session": {"kind": "docker", "transport": "session"},
     "docker-pool": {"kind": "docker", "pool": 2},
-    "docker-gvisor": {"kind": "docker", "runtime": "runsc"},
-    "docker-snap": {"kind": "docker", "runtime": "runsc", "snapshot": True},
+    "docker-gvisor": {"kind": "docker", "runtime": "runsc", "platform": "systrap"},
+    "docker-snap": {"kind": "docker", "runtime": "runsc", "platform": "systrap", "snapshot": True},
     "k8s-session": {"kind": "k8s", "transport": "session"},
     "ec2-session": {"kind": "ec2", "transport": "session"},
     "k8s-claim": {"kind": "k8s", "api": "claim"},

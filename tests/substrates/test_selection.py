@@ -125,7 +125,7 @@ def test_the_built_in_variants_work_by_name(tmp_path):
     specs = resolve(["docker-session", "docker-snap"], [], tables, BUILTINS)
     assert [(s.name, s.kind, s.options) for s in specs] == [
         ("docker-session", "docker", {"transport": "session"}),
-        ("docker-snap", "docker", {"runtime": "runsc", "snapshot": True}),
+        ("docker-snap", "docker", {"runtime": "runsc", "platform": "systrap", "snapshot": True}),
     ]
     assert set(BUILTIN_VARIANTS) == {
         "docker-session", "docker-pool", "docker-gvisor", "docker-snap", "k8s-session",
@@ -139,4 +139,4 @@ def test_a_users_block_overrides_a_built_in_variants_keys(tmp_path):
     )
     tables = variant_tables(tmp_path / "pyproject.toml")
     (spec,) = resolve(["docker-gvisor"], [], tables, BUILTINS)
-    assert spec.options == {"runtime": "runsc-old"}
+    assert spec.options == {"runtime": "runsc-old", "platform": "systrap"}

@@ -25,6 +25,8 @@ SESSION_SHELL_PID = (
     'p=$$; until [ "$(cat /proc/$p/comm)" = timeout ] || [ "$(cat /proc/$p/comm)" = rtx-step ]; '
     "do p=$(cut -d' ' -f4 /proc/$p/stat); done; cut -d' ' -f4 /proc/$p/stat"
 )
+#: The platform the ``-runsc`` variants run gVisor on: its default, as hosted providers run it.
+GVISOR_PLATFORM = "systrap"
 #: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), docker
 #: under gVisor (``-runsc``) and k8s's agent-sandbox claims (``k8s-claim``) on both transports.
 STAND_INS = (
@@ -49,9 +51,10 @@ LIVE: dict[str, Callable[[], Any]] = {
 }
 
 
-#: What Debian bookworm's gVisor (runsc 20221219) does differently, found by this suite: the
-#: cases that fail on its variants, by test function name (strict xfails: a fixed runsc or
-#: a transport that works around it turns them into failures to remove from here).
+#: What gVisor (runsc 20240729, as scripts/ensure-docker installs it) does differently, found
+#: by this suite: the cases that fail on its variants, by test function name (strict xfails: a
+#: fixed runsc or a transport that works around it turns them into failures to remove from
+#: here). Each is named in docs/substrates/isolation.md with the gVisor issue that tracks it.
 EXEC_ONLY = "exec transport: "
 RUNSC_GAPS = {
     # runsc starts the command in a cwd that is a regular file instead of failing
@@ -65,10 +68,6 @@ RUNSC_GAPS = {
     # a FIFO made inside gVisor is not on the disk the archive API reads
     "test_reading_anything_but_a_regular_file_is_one_error_that_never_blocks[fifo]": (
         f"{EXEC_ONLY}a FIFO made inside gVisor is not on the disk docker's archive API reads"
-    ),
-    # statx(AT_NO_AUTOMOUNT) is EINVAL there, so coreutils' ls and stat fail
-    "test_the_example_suite_and_the_readme_workload_pass": (
-        "runsc 20221219 rejects statx(AT_NO_AUTOMOUNT): coreutils ls fails"
     ),
 }
 
@@ -100,7 +99,7 @@ def _split(name: str) -> tuple[str, dict[str, str]]:
     if "session" in parts:
         options["transport"] = "session"
     if "runsc" in parts:
-        options["runtime"] = "runsc"
+        options |= {"runtime": "runsc", "platform": GVISOR_PLATFORM}
     if "claim" in parts:  # the built-in variant k8s-claim, with a warm pool of 1
         kind, options["warm_pool"] = "k8s-claim", "1"
     return kind, options
@@ -181,7 +180,7 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
 
         runtime = {}
         if "runsc" in variant:
-            runtime = {"runtime": fixture("runsc_runtime")}
+            runtime = {"runtime": fixture("runsc_runtime"), "platform": GVISOR_PLATFORM}
         return DockerSubstrate(image=fixture("sandbox_image"), **session, **runtime)
     if name in ("k8s", "k8s-live"):
         from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
