@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
+from support.daytona_server import daytona_env, daytona_server
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
     ec2_aws_env,
@@ -21,6 +22,8 @@ from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
+    "daytona_env",
+    "daytona_server",
     "docker_client",
     "e2b_env",
     "e2b_server",

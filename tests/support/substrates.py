@@ -1,6 +1,6 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b`` and ``ec2`` drive the official SDKs against
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona`` and ``ec2`` drive the official SDKs against
 the stand-ins of this package (their timings are not the services'); the ``-live`` variants
 run against the real services when their credentials are set.
 """
@@ -37,12 +37,15 @@ STAND_INS = (
     "k8s",
     "k8s-session",
     "e2b",
+    "daytona",
+    "daytona-session",
     "ec2",
     "ec2-session",
 )
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
     "e2b-live": live.e2b_options,
+    "daytona-live": live.daytona_options,
     "ec2-live": live.ec2_options,
 }
 
@@ -126,6 +129,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         args.append(f"--substrate-opt=k8s.kubeconfig={kubeconfig}")
     elif name == "e2b":
         request.getfixturevalue("e2b_env")
+    elif name == "daytona":
+        request.getfixturevalue("daytona_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -184,6 +189,16 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("e2b_server").env().items():
             monkeypatch.setenv(variable, value)
         return E2BSubstrate()
+    if name in ("daytona", "daytona-live"):
+        from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
+
+        if name == "daytona-live":
+            return DaytonaSubstrate(**live.daytona_options())
+        for variable in ("DAYTONA_TARGET", "DAYTONA_JWT_TOKEN", "DAYTONA_ORGANIZATION_ID"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("daytona_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return DaytonaSubstrate(**session)
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
