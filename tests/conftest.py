@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.daytona_server import daytona_env, daytona_server
+from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
     ec2_aws_env,

@@ -150,7 +150,8 @@ class DaytonaHandle(Handle):
 def _wrapped(argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None) -> str:
     """The shell words of one step: under ``timeout -s KILL`` (``0``: no limit) and the relay
     that ends it once every holder of its output closed it (:data:`..core.shell.RELAY`)."""
-    limit = "0" if timeout is None else timeout_wrapped(argv, timeout)[3]
+    unlimited = timeout is None or tuple(argv) == NOOP  # the no-op is never wrapped
+    limit = "0" if unlimited else timeout_wrapped(argv, timeout)[3]
     words = ["timeout", "-s", "KILL", limit, "sh", "-c", RELAY, "sh", *with_env(argv, env)]
     return shlex.join(words)
 
@@ -182,10 +183,10 @@ class _Steps(Transport):
         past the step's timeout as StepTimeout; the sandbox's own failure as SandboxError."""
         if timeout and isinstance(exc, DaytonaTimeoutError):
             return step_timeout(self._substrate.name, timeout, "it may still be running")
-        if isinstance(exc, DaytonaNotFoundError):
-            return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         status = getattr(exc, "status_code", None)
-        if isinstance(exc, DaytonaError) and status is not None and 400 <= status < 500:
+        if isinstance(exc, DaytonaNotFoundError) or (
+            isinstance(exc, DaytonaError) and status is not None and 400 <= status < 500
+        ):  # the Sandbox asks the sandbox why (missing, not a directory, ...)
             return OSError(errno.EIO, one_line(self._substrate.redact(exc)), path)
         return self._fail(exc, action)
 
@@ -217,33 +218,34 @@ class DaytonaExec(_Steps):
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
         if tuple(argv) == NOOP and not env:  # the tax is measured bare
-            command, separator = "true", None
-        else:
-            separator = f"{_SPLIT}{uuid.uuid4().hex}"
-            command = (
-                'f=$(mktemp) || exit 125; (cd -- {cwd} || exit 127; exec {step}) 2>"$f"; '
-                'c=$?; printf \'\\n%s\\n\' {sep}; cat "$f"; rm -f "$f"; exit $c'
-            ).format(
-                cwd=shlex.quote(cwd), step=_wrapped(argv, timeout=timeout, env=env), sep=separator
-            )
-            command = shlex.join(["sh", "-c", command])
+            started = time.perf_counter()
+            bare = self._exec(f"cd -- {shlex.quote(cwd)} && true")
+            if bare.exit_code == 0:
+                return self._result(argv, timeout, started, 0, b"", b"")
+        # The service merges the streams: stderr goes to a file, printed after a separator.
+        separator = f"{_SPLIT}{uuid.uuid4().hex}"
+        step, quoted = _wrapped(argv, timeout=timeout, env=env), shlex.quote(cwd)
+        command = (
+            f'f=$(mktemp) || exit 125; (cd -- {quoted} || exit 127; exec {step}) 2>"$f"; '
+            f'c=$?; printf \'\\n%s\\n\' {separator}; cat "$f"; rm -f "$f"; exit $c'
+        )
         started = time.perf_counter()
-        try:
-            response = self.sdk.process.exec(command, cwd=cwd if separator is None else "/")
-        except Exception as exc:
-            raise self._fail(exc, "running a command") from None
-        text = response.result or ""
-        out, err = text, ""
-        if separator is not None:
-            out, found, err = text.rpartition(f"\n{separator}\n")
-            if not found:
-                raise self._fail(
-                    SandboxError(f"the step's output lost its separator: {one_line(text, 120)}"),
-                    "running a command",
-                )
+        response = self._exec(shlex.join(["sh", "-c", command]))
+        out, found, err = (response.result or "").rpartition(f"\n{separator}\n")
+        if not found:
+            lost = one_line(response.result or "no output", 120)
+            raise self._fail(
+                SandboxError(f"the step's output has no separator: {lost}"), "running a command"
+            )
         return self._result(
             argv, timeout, started, int(response.exit_code or 0), out.encode(), err.encode()
         )
+
+    def _exec(self, command: str) -> Any:
+        try:
+            return self.sdk.process.exec(command, cwd="/")
+        except Exception as exc:
+            raise self._fail(exc, "running a command") from None
 
 
 class DaytonaSession(_Steps):
@@ -271,20 +273,29 @@ class DaytonaSession(_Steps):
     ) -> RawResult:
         if self.session_id is None:
             raise SandboxError(f"{self._substrate.name}: the session is closed")
-        if tuple(argv) == NOOP and not env:
-            line = f"cd -- {shlex.quote(cwd)} && true"
-        else:
-            step = _wrapped(argv, timeout=timeout, env=env)
-            line = f"(exec </dev/null; cd -- {shlex.quote(cwd)} || exit 127; exec {step})"
+        if tuple(argv) == NOOP and not env:  # the tax is measured bare
+            started = time.perf_counter()
+            bare = self._command(f"cd -- {shlex.quote(cwd)} && true")
+            if bare.exit_code == 0:
+                return self._result(argv, timeout, started, 0, b"", b"")
+        step = _wrapped(argv, timeout=timeout, env=env)
         started = time.perf_counter()
+        response = self._command(
+            f"(exec </dev/null; cd -- {shlex.quote(cwd)} || exit 127; exec {step})"
+        )
+        out, err = (response.stdout or "").encode(), (response.stderr or "").encode()
+        return self._result(argv, timeout, started, int(response.exit_code or 0), out, err)
+
+    def _command(self, line: str) -> Any:
+        """One command in the session; its exit code, stdout and stderr."""
+        if self.session_id is None:
+            raise SandboxError(f"{self._substrate.name}: the session is closed")
         try:
-            response = self.sdk.process.execute_session_command(
+            return self.sdk.process.execute_session_command(
                 self.session_id, SessionExecuteRequest(command=line, run_async=False)
             )
         except Exception as exc:
             raise self._fail(exc, "running a command") from None
-        out, err = (response.stdout or "").encode(), (response.stderr or "").encode()
-        return self._result(argv, timeout, started, int(response.exit_code or 0), out, err)
 
     def close(self) -> None:
         session_id, self.session_id = self.session_id, None

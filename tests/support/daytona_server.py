@@ -1,4 +1,4 @@
-"""A local stand-in for the Daytona service, for the daytona substrate's tests (test infrastructure).
+"""A local stand-in for the Daytona service, for the daytona substrate's tests.
 
 It speaks the REST protocol of the pinned ``daytona`` SDK to the unmodified SDK, reached through
 the SDK's own ``DAYTONA_API_URL`` (``<url>/api``):
@@ -51,6 +51,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import docker
 import docker.errors
@@ -441,9 +442,9 @@ class StandInDaytona:
         writer = MultipartWriter("form-data")
         for path in spec.paths:
             data, error = await asyncio.to_thread(_get, sandbox.container, path)
-            headers = {
-                "Content-Disposition": f'form-data; name="{"error" if error else "file"}"; filename="{path}"'
-            }
+            name = "error" if error else "file"
+            label = quote(path, safe="/")
+            headers = {"Content-Disposition": f"form-data; name={name}; filename*=utf-8''{label}"}
             if error:
                 status, code = error
                 body = json.dumps(
@@ -455,35 +456,37 @@ class StandInDaytona:
         return web.Response(body=writer, status=200)
 
 
+#: Writes the upload staged at "$2" to "$1" through any symbolic link (parents made), as the
+#: toolbox does; then removes the staging directory "$3".
+_WRITE = 'mkdir -p -- "$(dirname -- "$1")" && cat -- "$2" > "$1"; c=$?; rm -rf -- "$3"; exit $c'
+#: Prints regular file "$1" (through links); 3: missing, 4: not a regular file.
+_READ = 'test -e "$1" || exit 3; test -f "$1" || exit 4; exec cat -- "$1"'
+
+
 def _put(container: Any, path: str, data: bytes) -> str | None:
-    """Write ``data`` to ``path`` in ``container`` (parents made); an error message or None."""
-    parent, name = posixpath.split(path)
-    code, output = container.exec_run(["mkdir", "-p", "--", parent])
-    if code != 0:
-        return (output or b"").decode("utf-8", "replace").strip()
+    """Write ``data`` to ``path`` in ``container``; an error message or None."""
+    staging = f"/tmp/.daytona-standin-{uuid.uuid4().hex}"
     archive = io.BytesIO()
     with tarfile.open(fileobj=archive, mode="w") as tar:
-        info = tarfile.TarInfo(name)
+        info = tarfile.TarInfo(posixpath.basename(staging))
+        info.type, info.mode = tarfile.DIRTYPE, 0o700
+        tar.addfile(info)
+        info = tarfile.TarInfo(f"{posixpath.basename(staging)}/data")
         info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
         tar.addfile(info, io.BytesIO(data))
-    try:
-        container.put_archive(parent, archive.getvalue())
-    except docker.errors.APIError as exc:
-        return str(exc.explanation or exc)
-    return None
+    container.put_archive("/tmp", archive.getvalue())
+    code, output = container.exec_run(["sh", "-c", _WRITE, "sh", path, f"{staging}/data", staging])
+    return None if code == 0 else (output or b"").decode("utf-8", "replace").strip() or "failed"
 
 
 def _get(container: Any, path: str) -> tuple[bytes, tuple[int, str] | None]:
     """The bytes of regular file ``path`` in ``container``, or an error (status, code)."""
-    code, _ = container.exec_run(["test", "-f", path])
+    code, (out, _err) = container.exec_run(["sh", "-c", _READ, "sh", path], demux=True)
+    if code == 3:
+        return b"", (404, "FILE_NOT_FOUND")
     if code != 0:
-        exists, _ = container.exec_run(["test", "-e", path])
-        return b"", (404, "FILE_NOT_FOUND") if exists != 0 else (400, "NOT_A_REGULAR_FILE")
-    stream, _ = container.get_archive(path)
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        member = tar.next()
-        extracted = tar.extractfile(member) if member is not None else None
-        return (extracted.read() if extracted else b""), None
+        return b"", (400, "NOT_A_REGULAR_FILE" if code == 4 else "READ_FAILED")
+    return out or b"", None
 
 
 # -- pytest fixtures ---------------------------------------------------------------------------
@@ -532,9 +535,7 @@ def main(argv: list[str] | None = None) -> int:
     with server:
         for name, value in server.env().items():
             print(f"export {name}={value}")
-        print(
-            f"# daytona stand-in on {server.url} (docker-backed; not Daytona's timings). Ctrl-C stops."
-        )
+        print(f"# daytona stand-in on {server.url} (docker-backed, not Daytona's timings)")
         sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()
