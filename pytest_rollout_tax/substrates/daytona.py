@@ -1,6 +1,7 @@
 """``daytona``: hosted sandboxes on Daytona (https://daytona.io), through the official SDK.
 
-Cold start is ``Daytona.create`` up to the service accepting the sandbox (phase ``create``:
+Cold start is making the SDK's client (phase ``client``; one per rollout unless
+``reuse_connection``), then ``Daytona.create`` up to the service accepting the sandbox (phase ``create``:
 ``POST /sandbox`` answered), then until the SDK sees it ``started`` (phase ``started``: the SDK
 polls its state every 0.1 s, so this phase is quantised to 100 ms; from an ``image`` it
 includes the service building a snapshot of it), then the first no-op command (phase
@@ -401,10 +402,11 @@ class DaytonaSubstrate(Substrate):
         return CreateSandboxFromSnapshotParams(snapshot=self.options.snapshot, **common)
 
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> DaytonaHandle:
-        if self.pacer.max_creates_per_s:  # a paced create is later, not slower: not counted
-            self.pacer.wait()
-            clock.mark("paced", cold_start=False)
         client = self._client()
+        clock.mark("client")  # a client of its own per rollout, unless reuse_connection
+        if self.pacer.max_creates_per_s:  # right before the request: later, not slower
+            if self.pacer.wait() > 0:  # recorded when it waited, never counted
+                clock.mark("paced", cold_start=False)
         self._local.clock = clock
         try:
             sdk = client.create(self._params(labels), timeout=self.options.create_timeout)

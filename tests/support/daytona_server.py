@@ -46,7 +46,7 @@ import tarfile
 import threading
 import time
 import uuid
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -119,10 +119,12 @@ class StandInDaytona:
         self.requests: Counter[str] = Counter()
         #: Calls the stand-in does not know, as ``METHOD path``: a protocol drift.
         self.unknown: list[str] = []
-        #: Sandbox creations accepted per second (sliding one-second window); beyond it a
-        #: create gets 429, as Daytona's rate limit answers. None: no limit.
+        #: Sandbox creations accepted per second (a token bucket holding a second's worth);
+        #: beyond it a create gets 429, as Daytona's rate limit answers. None: no limit.
         self.creates_per_second: float | None = None
-        self._creates: deque[float] = deque()
+        #: Creates the bucket holds (None: a second's worth).
+        self.creates_burst: float | None = None
+        self._bucket: tuple[float, float] | None = None
         self.rate_limited = 0
         self._sandboxes: dict[str, StandInSandbox] = {}
         self._docker: docker.DockerClient | None = None
@@ -190,6 +192,12 @@ class StandInDaytona:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    def limit_creates(self, per_second: float | None, burst: float | None = None) -> None:
+        """Answer 429 to creates beyond ``per_second`` (None: no limit), from now on, with a
+        bucket of ``burst`` creates (default: a second's worth)."""
+        self.creates_per_second, self._bucket, self.rate_limited = per_second, None, 0
+        self.creates_burst = burst
+
     def sandboxes(self) -> list[StandInSandbox]:
         """The live sandboxes, oldest first."""
         return sorted(self._sandboxes.values(), key=lambda s: s.started_at)
@@ -239,15 +247,22 @@ class StandInDaytona:
     # -- the control plane -------------------------------------------------------------------
 
     def _over_rate_limit(self) -> bool:
-        if self.creates_per_second is None:
+        """Whether a create now exceeds :attr:`creates_per_second`: a token bucket of that
+        rate holding :attr:`creates_burst` (else a token is taken)."""
+        rate = self.creates_per_second
+        if rate is None:
             return False
         now = time.monotonic()
-        while self._creates and self._creates[0] <= now - 1.0:
-            self._creates.popleft()
-        if len(self._creates) >= self.creates_per_second:
+        size = float(rate if self.creates_burst is None else self.creates_burst)
+        if self._bucket is None:
+            self._bucket = (size, now)
+        tokens, then = self._bucket
+        tokens = min(size, tokens + (now - then) * rate)
+        if tokens < 1.0:
+            self._bucket = (tokens, now)
             self.rate_limited += 1
             return True
-        self._creates.append(now)
+        self._bucket = (tokens - 1.0, now)
         return False
 
     async def _create(self, request: web.Request) -> web.Response:
@@ -510,9 +525,8 @@ def daytona_env(
     for name, value in daytona_server.env().items():
         monkeypatch.setenv(name, value)
     seen = len(daytona_server.unknown)
-    daytona_server.creates_per_second = None
     yield daytona_server
-    daytona_server.creates_per_second = None
+    daytona_server.limit_creates(None)
     drift = daytona_server.unknown[seen:]
     assert not drift, f"the daytona SDK made calls the stand-in does not know: {drift}"
 
