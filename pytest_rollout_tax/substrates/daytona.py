@@ -1,8 +1,8 @@
 """``daytona``: hosted sandboxes on Daytona (https://daytona.io), through the official SDK.
 
 Cold start is making the SDK's client (phase ``client``; one per rollout unless
-``reuse_connection``), then ``Daytona.create`` up to the service accepting the sandbox (phase ``create``:
-``POST /sandbox`` answered), then until the SDK sees it ``started`` (phase ``started``: the SDK
+``reuse_connection``), then ``Daytona.create`` up to the service accepting the sandbox (phase
+``create``: ``POST /sandbox`` answered), then until the SDK sees it ``started`` (phase ``started``: the SDK
 polls its state every 0.1 s, so this phase is quantised to 100 ms; from an ``image`` it
 includes the service building a snapshot of it), then the first no-op command (phase
 ``first_exec``); making the empty workdir in between is phase ``workdir``, not counted. On
@@ -404,9 +404,8 @@ class DaytonaSubstrate(Substrate):
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> DaytonaHandle:
         client = self._client()
         clock.mark("client")  # a client of its own per rollout, unless reuse_connection
-        if self.pacer.max_creates_per_s:  # right before the request: later, not slower
-            if self.pacer.wait() > 0:  # recorded when it waited, never counted
-                clock.mark("paced", cold_start=False)
+        if self.pacer.wait() > 0:  # right before the request: later, not slower; not counted
+            clock.mark("paced", cold_start=False)
         self._local.clock = clock
         try:
             sdk = client.create(self._params(labels), timeout=self.options.create_timeout)

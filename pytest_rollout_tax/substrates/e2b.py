@@ -239,9 +239,8 @@ class E2BSubstrate(Substrate):
         return f"<E2BSubstrate {self.name!r} template={self.options.template!r}>"
 
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> E2BHandle:
-        if self.pacer.max_creates_per_s:  # a paced create is later, not slower: not counted
-            if self.pacer.wait() > 0:  # recorded when it waited, never counted
-                clock.mark("paced", cold_start=False)
+        if self.pacer.wait() > 0:  # a paced create is later, not slower: not counted
+            clock.mark("paced", cold_start=False)
         try:
             sdk = SDKSandbox.create(
                 template=self.options.template,
