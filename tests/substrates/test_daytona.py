@@ -239,6 +239,7 @@ def test_the_sdk_missing_is_unavailable_with_the_install_hint(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "daytona", None)
-    monkeypatch.delitem(sys.modules, "pytest_rollout_tax.substrates.daytona")
+    for name in [m for m in sys.modules if m.startswith("pytest_rollout_tax.substrates.daytona")]:
+        monkeypatch.delitem(sys.modules, name)
     with pytest.raises(SubstrateUnavailable, match=r"pip install 'pytest-rollout-tax\[daytona\]'"):
         importlib.import_module("pytest_rollout_tax.substrates.daytona")
