@@ -28,7 +28,6 @@ from .options import DaytonaHandle
 from .sdk import DaytonaError, DaytonaNotFoundError, DaytonaTimeoutError, SessionExecuteRequest
 
 
-
 class DaytonaSubstrate(Protocol):
     """What a transport needs of its substrate: a name, its errors, redaction."""
 
@@ -39,6 +38,7 @@ class DaytonaSubstrate(Protocol):
     ) -> RolloutTaxError: ...
 
     def redact(self, value: object) -> str: ...
+
 
 #: Separates a step's stdout from its stderr in ``process.exec``'s merged ``result``.
 _SPLIT = "rollout-tax-stderr-"
