@@ -45,8 +45,8 @@ def test_close_is_timed_idempotent_and_final(contract_substrate):
 
 
 def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, request):
-    """One cheap API call is timed; a hosted service (E2B, Daytona, EC2) reached on this machine is a
-    stand-in, a real docker engine or API server never is."""
+    """One cheap API call is timed; a hosted service (E2B, Daytona, EC2) reached on this machine
+    is a stand-in, a real docker engine or API server never is."""
     plane = contract_substrate.control_plane()
     if contract_substrate.kind == "local":
         assert plane is None
