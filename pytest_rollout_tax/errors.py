@@ -52,6 +52,16 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class RateLimited(SandboxStartError):
+    """A create the provider's rate limiter or quota refused (an HTTP 429): recorded as the
+    outcome ``rate_limited`` with the provider's message, never as a sandbox failure."""
+
+    def __init__(self, message: str, provider_message: str = "") -> None:
+        super().__init__(message)
+        #: What the provider said, without credentials.
+        self.provider_message = provider_message
+
+
 class SandboxError(RolloutTaxError):
     """A live sandbox failed: its API refused a step, or the environment was lost."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from support.agent_sandbox_api import claims_api, claims_kubeconfig
+from support.daytona_server import daytona_env, daytona_server
 from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
@@ -24,6 +25,8 @@ from support.substrates import runsc_gap, selected_substrate
 __all__ = [
     "claims_api",
     "claims_kubeconfig",
+    "daytona_env",
+    "daytona_server",
     "docker_client",
     "e2b_env",
     "e2b_server",

@@ -93,9 +93,15 @@ class ControlPlane:
     rtt_s: float | None  #: None: the call failed
     #: The service is hosted elsewhere (E2B, AWS), yet its endpoint is on this machine.
     stand_in: bool
+    #: How a hosted substrate's rollouts reach it (:attr:`Substrate.connection`); None: not
+    #: stated.
+    connection: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["connection"] is None:  # stated by hosted substrates only
+            del data["connection"]
+        return data
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -235,6 +241,13 @@ class Substrate(ABC):
         return []
 
     @property
+    def connection(self) -> str | None:
+        """Whether each rollout's first request paid connection setup: ``per-rollout`` (a
+        client, and a connection, of its own) or ``reused`` (one warm client); None: a
+        substrate without a hosted control plane."""
+        return None
+
+    @property
     def endpoint(self) -> str | None:
         """The control plane's URL (never with credentials); None: there is none (local)."""
         return None
@@ -256,7 +269,12 @@ class Substrate(ABC):
         except Exception:  # reported as an unknown round trip, never as a session failure
             times = []
         rtt = statistics.median(times) if times else None
-        return ControlPlane(without_userinfo(endpoint), rtt, self.hosted and is_loopback(endpoint))
+        return ControlPlane(
+            without_userinfo(endpoint),
+            rtt,
+            self.hosted and is_loopback(endpoint),
+            self.connection,
+        )
 
     def close(self) -> None:  # noqa: B027 - most substrates hold nothing to release
         """Release the client connection."""

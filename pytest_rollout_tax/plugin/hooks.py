@@ -16,7 +16,7 @@ import pytest
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
-from ..errors import CredentialsMissing, RolloutTaxError
+from ..errors import CredentialsMissing, RateLimited, RolloutTaxError
 from ..fleet.substrates import Substrates
 from ..substrates.registry import Registry
 from . import xdist
@@ -40,6 +40,8 @@ from .session import RolloutTaxSession
 from .settings import OPTIONS, Settings, add_options, dests, ini_name
 from .signals import SigtermChain
 
+#: The outcome of a rollout whose create the provider's rate limiter refused (not a failure).
+RATE_LIMITED = "rate_limited"
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=None): a "
@@ -253,6 +255,9 @@ class RolloutTaxPlugin:
             if isinstance(error, CredentialsMissing):
                 del request.node.stash[rollout_key]
                 self.session.running.remove(rollout)
+            elif isinstance(error, RateLimited):  # the provider's limiter, not the sandbox
+                rollout.outcome, rollout.error = RATE_LIMITED, error.provider_message or None
+                pytest.skip(str(error).splitlines()[0])
             else:
                 rollout.fail(failure_reason(error))
             skip_or_fail(error)
@@ -294,7 +299,10 @@ class RolloutTaxPlugin:
             return
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
-        if report.when == "call" or (report.when == "setup" and not report.passed):
+        limited = rollout.outcome == RATE_LIMITED  # its own outcome, whatever pytest calls it
+        if not limited and (
+            report.when == "call" or (report.when == "setup" and not report.passed)
+        ):
             rollout.outcome = (
                 "error" if report.when == "setup" and report.failed else report.outcome
             )

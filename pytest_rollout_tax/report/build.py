@@ -97,6 +97,10 @@ def summarize_substrate(
         entry["command"] = command
     if (divergence := divergence_of(samples)) is not None:
         entry["divergence"] = divergence
+    limited = [r for r in records if r["outcome"] == "rate_limited"]
+    if limited:  # optional: creates the provider's limiter refused, not failures
+        messages = Counter(r["error"] or "HTTP 429" for r in limited)
+        entry["rate_limited"] = {"rollouts": len(limited), "messages": dict(messages)}
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
     if pool is not None:

@@ -75,6 +75,7 @@ def test_installed_packages_add_substrates_through_the_entry_point(tmp_path, mon
         ("k8s", "k8s", "k8s", "yaml"),
         ("e2b", "e2b", "e2b", "httpx"),
         ("ec2-session", "ec2", "aws", "boto3"),
+        ("daytona", "daytona", "daytona", "daytona"),
     ],
 )
 def test_a_missing_extra_reads_one_way_naming_the_variant(monkeypatch, name, kind, extra, hidden):
