@@ -37,6 +37,15 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class RateLimited(SandboxStartError):
+    """A create the provider's rate limiter or quota refused (HTTP 429, RESOURCE_EXHAUSTED):
+    the limiter answered, not the sandbox. ``provider_message`` is the provider's own words."""
+
+    def __init__(self, message: str, provider_message: str = "") -> None:
+        super().__init__(message)
+        self.provider_message = provider_message
+
+
 class SandboxError(RolloutTaxError):
     """A live sandbox failed: its API refused a step, or the environment was lost."""
 
