@@ -16,4 +16,5 @@ def rollout_tax_substrates() -> dict[str, object]:
         "kubernetes": f"{_MODULE}.kubernetes:KubernetesSubstrate",
         "e2b": f"{_MODULE}.e2b:E2BSubstrate",
         "ec2": f"{_MODULE}.ec2:EC2Substrate",
+        "modal": f"{_MODULE}.modal:ModalSubstrate",
     }

@@ -3,11 +3,13 @@
 It speaks gRPC (grpclib) to the unmodified ``modal`` SDK, reached through the SDK's own knob
 ``MODAL_SERVER_URL``, and is built on the servicer bases the wheel ships (``modal_proto``):
 
-- the control plane, ``modal.client.ModalClient``: ``AppGetOrCreate``, ``ImageGetOrCreate``,
-  ``SecretGetOrCreate``, ``SandboxCreate``, ``SandboxGetTaskId``,
-  ``TaskGetCommandRouterAccess``, ``SandboxTerminate``, ``SandboxWait``, ``SandboxList``,
-  ``SandboxTagsGet``; every request must carry the token (``x-modal-token-id`` /
-  ``x-modal-token-secret``);
+- the control plane, ``modal.client.ModalClient``: ``EnvironmentGetOrCreate``,
+  ``AppGetOrCreate``, ``ImageGetOrCreate``, ``AuthTokenGet``, and the V2 sandbox calls the SDK
+  makes by default: ``SandboxCreateV2`` (which hands out the command router's address),
+  ``SandboxGetTaskIdV2``, ``SandboxGetCommandRouterAccess``, ``SandboxTerminateV2``,
+  ``SandboxWaitV2``, ``SandboxListV2`` (small pages), ``SandboxTagsGetV2``; every request must
+  carry the token (``x-modal-token-id`` / ``x-modal-token-secret``), the V2 calls the auth
+  token ``AuthTokenGet`` gave too;
 - each sandbox's command router, ``modal.task_command_router.TaskCommandRouter``, on the same
   port: ``TaskExecStart``, ``TaskExecStdioRead``, ``TaskExecWait``, ``TaskExecPoll``,
   ``TaskExecStdinWriteStream``, ``TaskExecStdinStatus``; every request must carry the
@@ -62,6 +64,9 @@ from grpclib.server import Server
 from modal_proto import api_grpc, api_pb2, task_command_router_grpc
 from modal_proto import task_command_router_pb2 as sr_pb2
 
+# Imported with the conftest, before pytester's in-process runs, which unload what they import:
+# a second copy of the SDK's modules would not recognise the first one's objects.
+import pytest_rollout_tax.substrates.modal  # noqa: F401
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
 
 #: The registry image the modal substrate asks for by default, and what it maps to here.

@@ -1,6 +1,6 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b`` and ``ec2`` drive the official SDKs against
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``modal`` and ``ec2`` drive the official SDKs against
 the stand-ins of this package (their timings are not the services'); the ``-live`` variants
 run against the real services when their credentials are set.
 """
@@ -25,7 +25,8 @@ SESSION_SHELL_PID = (
     "p=$$; until [ \"$(cat /proc/$p/comm)\" = timeout ]; do p=$(cut -d' ' -f4 /proc/$p/stat); "
     "done; cut -d' ' -f4 /proc/$p/stat"
 )
-#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), and
+#: Every substrate x transport the stand-ins offer (E2B and Modal have their SDK's transport
+#: only: Modal offers no held shell), and
 #: docker under gVisor (``-runsc``) on both transports.
 STAND_INS = (
     "local",
@@ -37,12 +38,14 @@ STAND_INS = (
     "k8s",
     "k8s-session",
     "e2b",
+    "modal",
     "ec2",
     "ec2-session",
 )
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
     "e2b-live": live.e2b_options,
+    "modal-live": live.modal_options,
     "ec2-live": live.ec2_options,
 }
 
@@ -126,6 +129,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         args.append(f"--substrate-opt=k8s.kubeconfig={kubeconfig}")
     elif name == "e2b":
         request.getfixturevalue("e2b_env")
+    elif name == "modal":
+        request.getfixturevalue("modal_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -184,6 +189,16 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("e2b_server").env().items():
             monkeypatch.setenv(variable, value)
         return E2BSubstrate()
+    if name in ("modal", "modal-live"):
+        from pytest_rollout_tax.substrates.modal import ModalSubstrate
+
+        if name == "modal-live":
+            return ModalSubstrate(**live.modal_options())
+        for variable in ("MODAL_PROFILE", "MODAL_ENVIRONMENT", "MODAL_CONFIG_PATH"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("modal_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return ModalSubstrate()
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
