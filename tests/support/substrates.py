@@ -1,8 +1,8 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``modal`` and ``ec2`` drive the official SDKs against
-the stand-ins of this package (their timings are not the services'); the ``-live`` variants
-run against the real services when their credentials are set.
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``modal`` and ``ec2`` drive the official
+SDKs against the stand-ins of this package (their timings are not the services'); the
+``-live`` variants run against the real services when their credentials are set.
 """
 
 from __future__ import annotations
