@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import posixpath
 import threading
@@ -62,6 +63,8 @@ LABEL_PREFIX = "rollout-tax.io/"
 #: Modal's published default limit on sandbox creations per workspace.
 PUBLISHED_CREATES_PER_S = 5.0
 DEFAULT_SERVER_URL = "https://api.modal.com"
+#: Libraries under the SDK's gRPC that log every HTTP/2 header, the token's, at DEBUG.
+HEADER_LOGGERS = ("hpack", "h2")
 #: A wait for the pacer longer than this is its own phase (``pace``), not counted.
 PACE_NOTED_S = 0.001
 
@@ -192,6 +195,7 @@ class ModalSubstrate(Substrate):
                 "(modal.com/settings/tokens) as MODAL_TOKEN_ID and MODAL_TOKEN_SECRET"
             )
         self._token = (values["MODAL_TOKEN_ID"], values["MODAL_TOKEN_SECRET"])
+        _quiet_header_loggers()
         #: Where the control plane is reached, for messages (never with the token).
         self.server_url = os.environ.get("MODAL_SERVER_URL") or DEFAULT_SERVER_URL
         self.pacer = CreatePacer(self.options.max_creates_per_s)
@@ -379,6 +383,15 @@ class ModalSubstrate(Substrate):
                 f"its lifetime {self.name}.timeout={self.options.timeout} s ran out)\n{details}"
             )
         return kind(f"{self.name}: {action} failed ({type(exc).__name__})\n{details}")
+
+
+def _quiet_header_loggers() -> None:
+    """Keep the token out of any log (``--log-level=DEBUG`` included): the HTTP/2 header
+    loggers write at INFO at least."""
+    for name in HEADER_LOGGERS:
+        logger = logging.getLogger(name)
+        if logger.getEffectiveLevel() < logging.INFO:
+            logger.setLevel(logging.INFO)
 
 
 def _close(client: Any) -> None:

@@ -49,7 +49,7 @@ import socket
 import sys
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,11 +150,12 @@ class StandInModal:
         self.requests: Counter[str] = Counter()
         #: Calls of either service this stand-in does not implement, by name.
         self.unknown_calls: Counter[str] = Counter()
-        #: Sandbox creations accepted per second (sliding one-second window); beyond it a
-        #: create gets RESOURCE_EXHAUSTED, as Modal's rate limit answers. None: no limit.
+        #: Sandbox creations accepted per second (a bucket of as many, refilled at that
+        #: rate); beyond it a create gets RESOURCE_EXHAUSTED, as Modal's limit answers.
         self.creates_per_second: int | None = None
+        self.create_burst = 0
         self.rate_limited = 0
-        self._creates: deque[float] = deque()
+        self._tokens, self._refilled = 0.0, 0.0
         self.apps: dict[str, str] = {}
         #: What ``AuthTokenGet`` hands out: V2 sandbox calls must carry it.
         self.auth_token = _jwt("auth")
@@ -231,6 +232,14 @@ class StandInModal:
 
     # -- test helpers (thread-safe) ------------------------------------------------------------
 
+    def limit_creates(self, per_second: int | None, burst: int | None = None) -> None:
+        """Refuse creates beyond ``per_second`` (None: no limit) past a burst of ``burst``
+        (default: as many), starting with a full bucket."""
+        self.creates_per_second = per_second
+        self.create_burst = burst or per_second or 0
+        self._tokens, self._refilled = float(self.create_burst), time.monotonic()
+        self.rate_limited = 0
+
     def sandboxes(self) -> list[StandInSandbox]:
         """The running sandboxes, oldest first."""
         running = [s for s in list(self._sandboxes.values()) if s.result is None]
@@ -270,15 +279,19 @@ class StandInModal:
         return f"{prefix}-{secrets.token_hex(6)}{next(self._ids)}"
 
     def over_rate_limit(self) -> bool:
+        """Whether a create now is beyond :attr:`creates_per_second`: a token bucket that
+        refills at that rate and holds :attr:`create_burst` (Modal's limit: a rate, plus a
+        burst)."""
         if self.creates_per_second is None:
             return False
         now = time.monotonic()
-        while self._creates and now - self._creates[0] >= 1.0:
-            self._creates.popleft()
-        if len(self._creates) >= self.creates_per_second:
+        rate = self.creates_per_second
+        self._tokens = min(self.create_burst, self._tokens + (now - self._refilled) * rate)
+        self._refilled = now
+        if self._tokens < 1:
             self.rate_limited += 1
             return True
-        self._creates.append(now)
+        self._tokens -= 1
         return False
 
     def sandbox(self, sandbox_id: str) -> StandInSandbox:
@@ -332,6 +345,7 @@ class StandInModal:
         if argv[:1] == [FS_TOOLS]:
             (command, spec), *_ = json.loads(argv[1]).items()
             if command not in ("ReadFile", "WriteFile"):
+                self.unknown_calls[f"fs-tools {command}"] += 1
                 raise GRPCError(
                     Status.UNIMPLEMENTED,
                     f"the Modal stand-in does not implement fs-tools command {command}",
@@ -687,7 +701,7 @@ def modal_env(modal_server: StandInModal, monkeypatch: pytest.MonkeyPatch) -> St
         monkeypatch.delenv(name, raising=False)
     for name, value in modal_server.env().items():
         monkeypatch.setenv(name, value)
-    modal_server.creates_per_second = None
+    modal_server.limit_creates(None)
     return modal_server
 
 
