@@ -332,7 +332,7 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
                 pass
         """
     )
-    known = "docker, e2b, ec2, k8s, kubernetes, local, local-b, local-broken"
+    known = "docker, e2b, ec2, k8s, kubernetes, local, local-b, local-broken, modal"
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),
         "@pytest.mark.trajectory(substrates=['dokcer']) in test_typo.py::test_a: unknown "
