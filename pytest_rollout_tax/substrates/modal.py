@@ -22,6 +22,7 @@ import os
 import posixpath
 import threading
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
 from ..core.transport import (
+    NOOP,
     RawResult,
     Transport,
     shell_line,
@@ -141,9 +143,11 @@ class ModalExec(Transport):
         self.sandbox_id = handle.id
         self._substrate = substrate
 
-    def run(self, argv: list[str], *, timeout: float | None, env: Any, cwd: str) -> RawResult:
+    def run(
+        self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+    ) -> RawResult:
         command = ["sh", "-c", shell_line(argv, env=env, cwd=cwd)]
-        if tuple(argv) != ("true",):  # the action tax is measured without the wrapper
+        if tuple(argv) != NOOP:  # the action tax is measured without the wrapper
             command = timeout_wrapped(command, timeout)
         started = time.perf_counter()
         try:
