@@ -53,8 +53,9 @@ class SandboxStartError(RolloutTaxError):
 
 
 class RateLimited(SandboxStartError):
-    """A create the provider's rate limiter or quota refused (an HTTP 429): recorded as the
-    outcome ``rate_limited`` with the provider's message, never as a sandbox failure."""
+    """A create the provider's rate limiter or quota refused (HTTP 429, RESOURCE_EXHAUSTED):
+    recorded as the outcome ``rate_limited`` with the provider's message, never as a sandbox
+    failure."""
 
     def __init__(self, message: str, provider_message: str = "") -> None:
         super().__init__(message)

@@ -19,6 +19,7 @@ from support.ec2_moto import (
     sshd_target,
 )
 from support.k8s_api import k8s_api, k8s_kubeconfig
+from support.modal_server import modal_env, modal_server
 from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate
 
@@ -40,6 +41,8 @@ __all__ = [
     "k8s_api",
     "k8s_kubeconfig",
     "make_ec2",
+    "modal_env",
+    "modal_server",
     "moto_server",
     "no_matplotlib",
     "runsc_runtime",

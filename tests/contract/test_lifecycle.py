@@ -54,7 +54,9 @@ def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, re
     assert plane.rtt_s is not None and plane.rtt_s > 0
     assert plane.endpoint and "@" not in plane.endpoint
     live = request.node.callspec.params["contract_substrate"].endswith("-live")
-    assert plane.stand_in is (contract_substrate.kind in ("e2b", "daytona", "ec2") and not live)
+    assert plane.stand_in is (
+        contract_substrate.kind in ("e2b", "daytona", "modal", "ec2") and not live
+    )
 
 
 #: The session's shell is the nearest ancestor run as plain ``sh`` (a step runs as ``sh -c``,

@@ -11,7 +11,7 @@ from pytest_rollout_tax.substrates.registry import Registry
 
 def test_builtins_register_through_the_hook():
     registry = Registry.discover()
-    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2"} <= set(registry.names())
+    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2", "modal"} <= set(registry.names())
     assert registry.load("local") is LocalSubstrate
 
 
@@ -76,6 +76,7 @@ def test_installed_packages_add_substrates_through_the_entry_point(tmp_path, mon
         ("e2b", "e2b", "e2b", "httpx"),
         ("ec2-session", "ec2", "aws", "boto3"),
         ("daytona", "daytona", "daytona", "daytona"),
+        ("modal", "modal", "modal", "modal"),
     ],
 )
 def test_a_missing_extra_reads_one_way_naming_the_variant(monkeypatch, name, kind, extra, hidden):

@@ -47,6 +47,17 @@ def daytona_options() -> dict[str, object] | str:
     return {"snapshot": snapshot} if snapshot else {}
 
 
+def modal_options() -> dict[str, object] | str:
+    """Options for the real Modal service, or why there are none."""
+    missing = [v for v in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET") if not os.environ.get(v)]
+    if missing:
+        return f"{' and '.join(missing)} not set: the live Modal tests need a real account's token"
+    return {
+        "image": os.environ.get("MODAL_LIVE_IMAGE", "python:3.12-slim-bookworm"),
+        "timeout": 120,
+    }
+
+
 def ec2_options() -> dict[str, str] | str:
     """Options for real EC2 (AMI, key pair, SSH key from the environment), or why not."""
     missing = [name for name in EC2_REQUIRED if not os.environ.get(name)]

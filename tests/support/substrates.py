@@ -1,8 +1,8 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona`` and ``ec2`` drive the official
-SDKs against the stand-ins of this package (their timings are not the services'); the ``-live``
-variants run against the real services when their credentials are set.
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal`` and ``ec2`` drive the
+official SDKs against the stand-ins of this package (their timings are not the services'); the
+``-live`` variants run against the real services when their credentials are set.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ SESSION_SHELL_PID = (
 )
 #: The platform the ``-runsc`` variants run gVisor on: its default, as hosted providers run it.
 GVISOR_PLATFORM = "systrap"
-#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), docker
-#: under gVisor (``-runsc``) and k8s's agent-sandbox claims (``k8s-claim``) on both transports.
+#: Every substrate x transport the stand-ins offer (E2B and Modal have their SDK's transport
+#: only: Modal offers no held shell), docker under gVisor (``-runsc``) and k8s's agent-sandbox
+#: claims (``k8s-claim``) on both transports.
 STAND_INS = (
     "local",
     "local-session",
@@ -43,6 +44,7 @@ STAND_INS = (
     "e2b",
     "daytona",
     "daytona-session",
+    "modal",
     "ec2",
     "ec2-session",
 )
@@ -50,6 +52,7 @@ LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
     "e2b-live": live.e2b_options,
     "daytona-live": live.daytona_options,
+    "modal-live": live.modal_options,
     "ec2-live": live.ec2_options,
 }
 
@@ -156,6 +159,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         request.getfixturevalue("e2b_env")
     elif name == "daytona":
         request.getfixturevalue("daytona_env")
+    elif name == "modal":
+        request.getfixturevalue("modal_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -232,6 +237,17 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("daytona_server").env().items():
             monkeypatch.setenv(variable, value)
         return DaytonaSubstrate(**session)
+
+    if name in ("modal", "modal-live"):
+        from pytest_rollout_tax.substrates.modal import ModalSubstrate
+
+        if name == "modal-live":
+            return ModalSubstrate(**live.modal_options())
+        for variable in ("MODAL_PROFILE", "MODAL_ENVIRONMENT", "MODAL_CONFIG_PATH"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("modal_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return ModalSubstrate()
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
