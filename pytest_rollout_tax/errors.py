@@ -37,6 +37,12 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class SandboxUnbound(SandboxStartError):
+    """A request for a sandbox the service's controller never bound to one within its timeout
+    (an agent-sandbox claim left unbound): the rollout's outcome is ``unbound``, its reason the
+    controller's conditions."""
+
+
 class SandboxError(RolloutTaxError):
     """A live sandbox failed: its API refused a step, or the environment was lost."""
 

@@ -33,8 +33,10 @@ from .rollouts import (
     close_quietly,
     failure_reason,
     rollout_key,
+    setup_failure_outcome,
     skip_or_fail,
     slot,
+    start_failed,
     target_of,
 )
 from .session import RolloutTaxSession
@@ -217,7 +219,7 @@ class RolloutTaxPlugin:
                 del request.node.stash[rollout_key]
                 self.session.running.remove(rollout)
             else:
-                rollout.fail(failure_reason(error))
+                start_failed(rollout, error)
             skip_or_fail(error)
         try:
             yield sandbox
@@ -258,9 +260,8 @@ class RolloutTaxPlugin:
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
         if report.when == "call" or (report.when == "setup" and not report.passed):
-            rollout.outcome = (
-                "error" if report.when == "setup" and report.failed else report.outcome
-            )
+            failed_setup = report.when == "setup" and report.failed
+            rollout.outcome = setup_failure_outcome(rollout) if failed_setup else report.outcome
         elif report.when == "teardown":
             if report.failed and rollout.outcome == "passed":
                 rollout.outcome = "error"

@@ -96,7 +96,8 @@ def success_line(name: str, entry: dict) -> str | None:
         return None
     reasons = "; ".join(f"{n}x {why}" for why, n in entry["failure_reasons"].items())
     success = 1 - entry["failures"] / entry["rollouts"]
-    return f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}"
+    unbound = f" ({entry['unbound']} unbound)" if entry.get("unbound") else ""
+    return f"{name}: {success:.0%} of rollouts succeeded{unbound}; failures: {reasons}"
 
 
 def wrap(note: str, width: int) -> list[str]:

@@ -74,6 +74,25 @@ def test_summary_lists_failure_reasons_and_success_rate():
     assert "docker: 50% of rollouts succeeded; failures: 1x boom" in text
 
 
+def test_an_unbound_rollout_is_a_failure_named_by_its_outcome_with_its_reason():
+    why = "ClaimUnbound: k8s: SandboxClaim rollout-tax-<id> unbound after 1 s (k8s.ready_timeout)"
+    rollouts = [
+        rollout("k8s-claim", 0.2),
+        rollout("k8s-claim", None, outcome="unbound", error=why),
+    ]
+    report = build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
+    entry = report["substrates"]["k8s-claim"]
+    assert (entry["failures"], entry["unbound"]) == (1, 1)
+    assert entry["failure_reasons"] == {why: 1}
+    assert [r["outcome"] for r in report["rollouts"]] == ["passed", "unbound"]
+    text = "\n".join(render_summary(report, 200))
+    assert f"k8s-claim: 50% of rollouts succeeded (1 unbound); failures: 1x {why}" in text
+    plain = build_report(
+        [rollout("k8s", 0.2)], Scale(), plugin_version="1", machine={}, commit=None
+    )
+    assert "unbound" not in plain["substrates"]["k8s"]
+
+
 def test_the_summary_notes_a_per_step_tax_capped_at_the_step():
     docker = rollout("docker", 0.25, step=0.04)
     docker.action_probes_s = [0.052] * 3

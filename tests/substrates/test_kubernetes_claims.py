@@ -5,6 +5,7 @@ unbound claims, the missing CRDs, the summary's split and leaks. Its timings are
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
 import subprocess
@@ -173,6 +174,32 @@ def test_a_claim_left_unbound_is_its_own_outcome_with_the_controllers_conditions
     assert "unbound after 1.5 s (k8s.ready_timeout)" in message
     assert "Ready=False (SandboxNotReady: Sandbox is not ready)" in message
     assert "the claim was deleted" in message
+
+
+def test_an_unbound_claim_is_the_rollouts_outcome_unbound_in_the_json_and_the_summary(
+    tmp_path, claims_api, claims_kubeconfig
+):
+    env = _suite(tmp_path, "def test_one(sandbox):\n    assert sandbox.exec('true').ok\n")
+    args = [
+        *_run_args(claims_kubeconfig),
+        "--substrate-opt=k8s-claim.ready_timeout=1",
+        "--rollout-json=out.json",
+    ]
+    claims_api.hold_claims = True
+    try:
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
+    finally:
+        claims_api.hold_claims = False
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    [rollout] = result["rollouts"]
+    assert rollout["outcome"] == "unbound"
+    assert "SandboxNotReady: Sandbox is not ready" in rollout["error"]
+    entry = result["substrates"]["k8s-claim"]
+    assert (entry["failures"], entry["unbound"]) == (1, 1)
+    assert "k8s-claim: 0% of rollouts succeeded (1 unbound); failures: 1x ClaimUnbound" in (
+        " ".join(done.stdout.split())  # the summary wraps long lines
+    )
 
 
 def test_without_the_crds_claims_are_one_line_with_the_docs_link(k8s_kubeconfig):

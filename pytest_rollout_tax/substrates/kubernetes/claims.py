@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ...core.record import PhaseClock
 from ...core.substrate import SESSION_LABEL, new_id
-from ...errors import RolloutTaxError, SandboxError, SandboxStartError
+from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SandboxUnbound
 from .agent_sandbox import (
     CLAIM,
     LAUNCH_TYPE_LABEL,
@@ -40,8 +40,8 @@ from .config import KubernetesOptions
 from .exec_transport import PodHandle
 
 
-class ClaimUnbound(SandboxStartError):
-    """A claim the controller did not bind (or make Ready) within ``k8s.ready_timeout``."""
+class ClaimUnbound(SandboxUnbound):
+    """A claim the controller did not bind within ``k8s.ready_timeout`` (outcome ``unbound``)."""
 
 
 @dataclass
@@ -200,10 +200,11 @@ class Claims:
                 return claim["status"]["sandbox"]["name"], version
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                state = "bound to a sandbox, not Ready" if "bound" in marked else "unbound"
-                raise ClaimUnbound(
-                    f"k8s: SandboxClaim {name} {state} after {self.options.ready_timeout:g} s "
-                    f"(k8s.ready_timeout); the controller's conditions: {conditions_text(claim)}"
+                bound = "bound" in marked  # then its pod is what is late: a start error
+                raise (SandboxStartError if bound else ClaimUnbound)(
+                    f"k8s: SandboxClaim {name} {'bound, not Ready' if bound else 'unbound'} "
+                    f"after {self.options.ready_timeout:g} s (k8s.ready_timeout); the "
+                    f"controller's conditions: {conditions_text(claim)}"
                 )
             with contextlib.closing(self.objects.watch(CLAIM, name, version, remaining)) as watch:
                 for kind, obj in watch:
