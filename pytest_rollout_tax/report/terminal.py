@@ -118,7 +118,9 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
         ]
         lines.append(f"{name} cold start by launch type: {'; '.join(parts)}")
     pool = entry.get("pool")
-    if pool:
+    if pool and not pool.get("made_by_tool", True):
+        lines.append(users_pool_line(name, pool))
+    elif pool:
         claims = pool["hits"] + pool["misses"]
         created = pool["creations"]
         line = (
@@ -148,6 +150,15 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
             f"{seconds(fleet['cold_start_s'])} from {fleet['cold_start_from']})"
         )
     return lines
+
+
+def users_pool_line(name: str, pool: dict) -> str:
+    """A pool the tool did not make (the user's SandboxWarmPool): its idle time is not counted."""
+    return (
+        f"{name} warm pool of {pool['size']} is the user's, not made by the tool: its idle time "
+        f"is not counted, in the summary or the projection ({pool['hits']}/"
+        f"{pool['hits'] + pool['misses']} claims found a sandbox ready)"
+    )
 
 
 def burst_line(name: str, levels: list[dict]) -> str:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from pytest_rollout_tax.errors import ConfigError, SandboxStartError, SubstrateU
 from pytest_rollout_tax.report.terminal import render_summary
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 from pytest_rollout_tax.substrates.kubernetes.claims import ClaimUnbound
+from pytest_rollout_tax.substrates.kubernetes.pool_idle import PoolIdle
 
 MADE = ("sandboxclaims", "sandboxes", "sandboxtemplates", "sandboxwarmpools", "pods")
 
@@ -200,6 +202,55 @@ def test_an_unbound_claim_is_the_rollouts_outcome_unbound_in_the_json_and_the_su
     assert "k8s-claim: 0% of rollouts succeeded (1 unbound); failures: 1x ClaimUnbound" in (
         " ".join(done.stdout.split())  # the summary wraps long lines
     )
+
+
+def test_the_tools_pool_counts_idle_from_ready_to_claimed_or_to_its_deletion():
+    """The tally on a clock of our own: a pool sandbox idles from its Ready until a claim owns
+    it or the pool is deleted; its creation runs from its appearing to its Ready."""
+    now = [0.0]
+    idle = PoolIdle("pool", 2, made_by_tool=True, clock=lambda: now[0])
+
+    def event(kind: str, name: str, owner: str, ready: bool, at: float) -> None:
+        now[0] = at
+        ref = {"kind": owner, "name": "pool" if owner == "SandboxWarmPool" else name,
+               "controller": True}  # fmt: skip
+        status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+        idle.see(kind, {"metadata": {"name": name, "ownerReferences": [ref]}, "status": status})
+
+    event("ADDED", "a", "SandboxWarmPool", False, 1.0)
+    event("ADDED", "b", "SandboxWarmPool", False, 1.5)
+    event("MODIFIED", "a", "SandboxWarmPool", True, 2.0)
+    event("MODIFIED", "b", "SandboxWarmPool", True, 3.0)
+    event("MODIFIED", "a", "SandboxClaim", True, 5.0)  # claimed after 3 s idle
+    idle.claimed("warm")
+    event("ADDED", "c", "SandboxWarmPool", False, 5.0)  # the refill, never Ready
+    event("ADDED", "x", "SandboxClaim", False, 6.0)  # a cold launch: not the pool's
+    idle.claimed("cold")
+    event("MODIFIED", "x", "SandboxClaim", True, 7.0)
+    now[0] = 10.0
+    stats = idle.close()  # b idles until the pool's deletion: 7 s
+    assert stats.idle_sandbox_s == pytest.approx(3.0 + 7.0)
+    assert stats.creation_s == [1.0, 1.5]
+    assert (stats.hits, stats.misses, stats.size, stats.made_by_tool) == (1, 1, 2, True)
+    assert stats.idle_per_claim_s == pytest.approx(5.0)
+    event("MODIFIED", "c", "SandboxWarmPool", True, 11.0)  # after close: not counted
+    assert idle.close().idle_sandbox_s == pytest.approx(10.0)
+
+
+def test_a_substrates_own_pool_reports_its_claims_idle_time_and_creations(claims, claims_api):
+    substrate = claims(warm_pool=2)
+    began = time.perf_counter()
+    with substrate.start() as box:
+        assert box.rollout.launch_type == "warm"
+    pool = substrate.claims.pool
+    stats = substrate.close_own_pool()
+    elapsed = time.perf_counter() - began
+    assert stats is not None and stats.made_by_tool and stats.size == 2
+    assert (stats.hits, stats.misses) == (1, 0)
+    assert len(stats.creation_s) >= 2 and all(0 < c < elapsed for c in stats.creation_s)
+    assert 0 < stats.idle_sandbox_s <= 3 * elapsed  # 2 sandboxes and 1 refill at most
+    assert pool not in objects(claims_api)["sandboxwarmpools"]  # deleted: the idle time ends
+    assert substrate.close_own_pool() is None
 
 
 def test_without_the_crds_claims_are_one_line_with_the_docs_link(k8s_kubeconfig):
