@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -251,6 +252,61 @@ def test_a_substrates_own_pool_reports_its_claims_idle_time_and_creations(claims
     assert 0 < stats.idle_sandbox_s <= 3 * elapsed  # 2 sandboxes and 1 refill at most
     assert pool not in objects(claims_api)["sandboxwarmpools"]  # deleted: the idle time ends
     assert substrate.close_own_pool() is None
+
+
+TWO = """
+def test_one(sandbox):
+    assert sandbox.exec("true").ok
+
+def test_two(sandbox):
+    assert sandbox.exec("true").ok
+"""
+
+
+def _run_pool_suite(tmp_path: Path, kubeconfig: Path, *options: str) -> tuple[dict, str]:
+    """Run TWO on k8s-claim with ``options``: the JSON report and the summary, unwrapped."""
+    env = _suite(tmp_path, TWO)
+    args = [*_run_args(kubeconfig)[:-1], *options, "--rollout-json=out.json"]
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "out.json").read_text()), " ".join(done.stdout.split())
+
+
+def test_the_tools_pool_idle_is_reported_as_a_warm_pools_with_the_does_it_pay_line(
+    tmp_path, claims_kubeconfig
+):
+    result, summary = _run_pool_suite(
+        tmp_path, claims_kubeconfig, "--substrate-opt=k8s-claim.warm_pool=2"
+    )
+    entry = result["substrates"]["k8s-claim"]
+    pool = entry["pool"]
+    assert pool["made_by_tool"] and pool["size"] == 2 and pool["hits"] + pool["misses"] == 2
+    assert pool["idle_sandbox_s"] > 0 and len(pool["creation_s"]) >= 2
+    assert entry["decomposition"]["idle"] > 0  # the projection's idle term
+    assert "k8s-claim warm pool of 2: " in summary
+    assert re.search(r"adds \S+ idle: it (pays for itself|costs more than it saves)", summary)
+
+
+def test_a_users_pool_is_not_counted_and_the_summary_says_so_in_one_line(
+    tmp_path, claims, claims_api, claims_kubeconfig
+):
+    maker = claims(warm_pool=1)
+    maker._ensure_prepared()  # a template and a pool of 1, standing for the user's
+    template = maker.claims.pool
+    result, summary = _run_pool_suite(
+        tmp_path, claims_kubeconfig, f"--substrate-opt=k8s-claim.template={template}"
+    )
+    entry = result["substrates"]["k8s-claim"]
+    pool = entry["pool"]
+    assert not pool["made_by_tool"] and pool["idle_sandbox_s"] == 0
+    assert pool["hits"] + pool["misses"] == 2 and pool["size"] == 1
+    assert entry["decomposition"]["idle"] == 0
+    assert (
+        "k8s-claim warm pool of 1 is the user's, not made by the tool: its idle time is not "
+        "counted" in summary
+    )
+    assert "pays for itself" not in summary and "costs more than it saves" not in summary
+    assert template in objects(claims_api)["sandboxwarmpools"]  # never touched
 
 
 def test_without_the_crds_claims_are_one_line_with_the_docs_link(k8s_kubeconfig):
