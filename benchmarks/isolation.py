@@ -6,24 +6,26 @@ Every round takes one sample of each path, in reverse order every other round (A
 that drift in the machine's load hits all alike. Medians (p50) of:
 
 - cold start: ``Substrate.start()`` (create, start, first no-op) on ``runtime=runc`` and
-  ``runtime=runsc``;
-- action: the no-op probe (what the report's ``action`` is) on both runtimes and both transports;
+  ``runtime=runsc`` on each of gVisor's platforms, ``systrap`` (its default) and ``ptrace``;
+- action: the no-op probe (what the report's ``action`` is) on each and on both transports;
 - commands an agent runs, each one step on the ``exec`` transport: Python importing stdlib
   modules, 300 fork+exec, file I/O (500 files written and read back by Python), ``git status``
   on a small repository, and ``python -m unittest`` on a small suite (the image has no pytest);
-- snapshots (runsc only): the checkpoint of a prepared sandbox (and the commit of its disk),
-  its restore in the same container, and a restore into a new container (the
+- snapshots (gVisor only, each platform): the checkpoint of a prepared sandbox (and the
+  commit of its disk), its restore in the same container, and a restore into a new container (the
   ``docker.snapshot`` variant's cold start, phases ``create`` + ``restore`` + ``first_exec``).
 
-The ratio is runsc's p50 over runc's: the floor is runc, measured in the same run. A benchmark
-to read, not a timed test. Needs the engine scripts/ensure-docker starts (runsc registered,
-experimental mode on).
+The ratios are each platform's p50 over runc's: the floor is runc, measured in the same run.
+The machine's load (``os.getloadavg``) before and after, and gVisor's release, are printed
+with the table. A benchmark to read, not a timed test. Needs the engine scripts/ensure-docker
+starts (runsc, runsc-systrap and runsc-ptrace registered, experimental mode on).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -35,7 +37,13 @@ from pytest_rollout_tax import Sandbox, get_substrate
 from pytest_rollout_tax.core.substrate import Prepare
 from pytest_rollout_tax.substrates.docker import snapshot
 
-RUNTIMES = ("runc", "runsc")
+#: What is compared, as docker options: runc, the floor, and gVisor on each platform.
+RUNTIMES = {
+    "runc": {"runtime": "runc"},
+    "systrap": {"runtime": "runsc", "platform": "systrap"},
+    "ptrace": {"runtime": "runsc", "platform": "ptrace"},
+}
+GVISOR = ("systrap", "ptrace")
 TRANSPORTS = ("exec", "session")
 COMMANDS = {
     "python import": "python3 -c 'import json, email.parser, http.client, xml.dom.minidom, "
@@ -71,7 +79,7 @@ def timed(action: Callable[[], object]) -> float:
 
 
 def cold_start(runtime: str) -> Callable[[], float]:
-    substrate = get_substrate("docker", runtime=runtime)
+    substrate = get_substrate("docker", **RUNTIMES[runtime])
 
     def sample() -> float:
         with substrate.start() as sandbox:
@@ -97,10 +105,10 @@ def restore_in_place(api, container_id: str) -> float:
     ))  # fmt: skip
 
 
-def snapshots(rounds: int) -> dict[str, list[float]]:
-    """Checkpoint, restore in place and restore into a new container, on runsc."""
-    plain = get_substrate("docker", runtime="runsc")
-    restoring = get_substrate("docker", runtime="runsc", snapshot=True)
+def snapshots(rounds: int, platform: str) -> dict[str, list[float]]:
+    """Checkpoint, restore in place and restore into a new container, on gVisor's ``platform``."""
+    plain = get_substrate("docker", **RUNTIMES[platform])
+    restoring = get_substrate("docker", **RUNTIMES[platform], snapshot=True)
     out: dict[str, list[float]] = {"checkpoint": [], "restore in place": [], "restore new": []}
     try:
         for _ in range(rounds):
@@ -128,15 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the samples and medians here")
     args = parser.parse_args(argv)
 
+    load_before = os.getloadavg()
     results: dict[str, dict[str, float]] = {}
     cold = interleaved_all(args.rounds, {rt: cold_start(rt) for rt in RUNTIMES})
     results["cold start"] = {rt: p50(cold[rt]) for rt in RUNTIMES}
 
     boxes = {
-        (rt, tr): get_substrate("docker", runtime=rt, transport=tr).start()
+        (rt, tr): get_substrate("docker", **RUNTIMES[rt], transport=tr).start()
         for rt in RUNTIMES
         for tr in TRANSPORTS
     }
+    release = boxes["systrap", "exec"].substrate.runtime_release
     try:
         for transport in TRANSPORTS:
             action = interleaved_all(
@@ -156,18 +166,24 @@ def main(argv: list[str] | None = None) -> int:
             box.close()
             box.substrate.close()
 
-    snap = snapshots(max(3, args.rounds // 2))
-    print("| path | runc p50 | runsc p50 | ratio |")
-    print("|---|---|---|---|")
-    for name, by_runtime in results.items():
-        runc, runsc = by_runtime["runc"], by_runtime["runsc"]
-        print(f"| {name} | {runc * 1e3:.1f} ms | {runsc * 1e3:.1f} ms | {runsc / runc:.2f}x |")
-    for name, samples in snap.items():
-        print(f"| {name} (runsc) | | {p50(samples) * 1e3:.0f} ms | |")
+    snap = {platform: snapshots(max(3, args.rounds // 2), platform) for platform in GVISOR}
+    load_after = os.getloadavg()
+    print(f"gVisor (runsc) {release}; load average (1, 5, 15 min) before {load_before}, "
+          f"after {load_after}, on {os.cpu_count()} CPUs")  # fmt: skip
+    print("| path | runc p50 | systrap p50 | ptrace p50 | systrap / runc | ptrace / runc |")
+    print("|---|---|---|---|---|---|")
+    for name, by in results.items():
+        runc, systrap, ptrace = by["runc"], by["systrap"], by["ptrace"]
+        print(f"| {name} | {runc * 1e3:.1f} ms | {systrap * 1e3:.1f} ms | {ptrace * 1e3:.1f} ms "
+              f"| {systrap / runc:.2f}x | {ptrace / runc:.2f}x |")  # fmt: skip
+    for name in snap["systrap"]:
+        systrap, ptrace = p50(snap["systrap"][name]), p50(snap["ptrace"][name])
+        print(f"| {name} | | {systrap * 1e3:.0f} ms | {ptrace * 1e3:.0f} ms | | |")
     if args.json:
+        medians = {platform: {k: p50(v) for k, v in got.items()} for platform, got in snap.items()}
         with open(args.json, "w") as out:
-            json.dump({"p50_s": results, "snapshots_p50_s": {k: p50(v) for k, v in snap.items()}},
-                      out, indent=1)  # fmt: skip
+            json.dump({"p50_s": results, "snapshots_p50_s": medians, "release": release,
+                       "load": [load_before, load_after]}, out, indent=1)  # fmt: skip
     return 0
 
 

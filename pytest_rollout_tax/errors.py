@@ -24,6 +24,21 @@ class SubstrateUnavailable(RolloutTaxError):
     """The substrate cannot be used here: SDK not installed, daemon or API unreachable."""
 
 
+class ExtraMissing(SubstrateUnavailable, ImportError):
+    """A substrate's optional dependencies (its extra) are not installed."""
+
+    def __init__(self, substrate: str, extra: str) -> None:
+        super().__init__(
+            f"{substrate} needs the [{extra}] extra: pip install 'pytest-rollout-tax[{extra}]'"
+        )
+        self.substrate = substrate
+        self.extra = extra
+
+    def named(self, substrate: str) -> ExtraMissing:
+        """The same error for the substrate (or variant) ``substrate``."""
+        return ExtraMissing(substrate, self.extra)
+
+
 class CredentialsMissing(SubstrateUnavailable):
     """The substrate needs credentials that are not configured; its rollouts are skipped."""
 
@@ -41,6 +56,17 @@ class SandboxUnbound(SandboxStartError):
     """A request for a sandbox the service's controller never bound to one within its timeout
     (an agent-sandbox claim left unbound): the rollout's outcome is ``unbound``, its reason the
     controller's conditions."""
+
+
+class RateLimited(SandboxStartError):
+    """A create the provider's rate limiter or quota refused (HTTP 429, RESOURCE_EXHAUSTED):
+    recorded as the outcome ``rate_limited`` with the provider's message, never as a sandbox
+    failure."""
+
+    def __init__(self, message: str, provider_message: str = "") -> None:
+        super().__init__(message)
+        #: What the provider said, without credentials.
+        self.provider_message = provider_message
 
 
 class SandboxError(RolloutTaxError):
@@ -99,12 +125,18 @@ class ReplayFailure(RolloutTaxError):
         self.reason = reason
 
 
-def reason_of(exc: BaseException) -> str:
+#: The longest failure reason kept: cut only after redaction (:func:`redact`).
+REASON_LIMIT = 300
+
+
+def reason_of(exc: BaseException, limit: int | None = REASON_LIMIT) -> str:
     """A short, countable failure reason: the type and the first line of the message, with
-    sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once."""
+    sandbox ids (12 or more hex digits) as ``<id>`` so that one cause counts once. ``limit``
+    None: uncut, for a caller that redacts it first."""
     text = str(exc).strip()
     line = _SANDBOX_ID.sub("<id>", text.splitlines()[0] if text else "")
-    return f"{type(exc).__name__}: {line}".rstrip(": ")[:300]
+    reason = f"{type(exc).__name__}: {line}".rstrip(": ")
+    return reason if limit is None else reason[:limit]
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .core.limits import LIMITS
 from .core.stats import STAT_NAMES
 from .report.schema import SAMPLE_METRICS
 
@@ -44,6 +45,9 @@ def seconds(text: str) -> float:
         raise ValueError(f"expected seconds >= 0, got {text!r}") from None
     if not math.isfinite(number) or number < 0:
         raise ValueError(f"expected seconds >= 0, got {text!r}")
+    bound = LIMITS["--rollout-think-time"]
+    if number > bound.high:
+        raise ValueError(f"expected {bound.text()}, got {text!r}")
     return number
 
 

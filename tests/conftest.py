@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from support.agent_sandbox_api import claims_api, claims_kubeconfig
+from support.daytona_server import daytona_env, daytona_server
 from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
@@ -18,12 +19,15 @@ from support.ec2_moto import (
     sshd_target,
 )
 from support.k8s_api import k8s_api, k8s_kubeconfig
+from support.modal_server import modal_env, modal_server
 from support.optional import no_matplotlib
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
     "claims_api",
     "claims_kubeconfig",
+    "daytona_env",
+    "daytona_server",
     "docker_client",
     "e2b_env",
     "e2b_server",
@@ -37,6 +41,8 @@ __all__ = [
     "k8s_api",
     "k8s_kubeconfig",
     "make_ec2",
+    "modal_env",
+    "modal_server",
     "moto_server",
     "no_matplotlib",
     "runsc_runtime",

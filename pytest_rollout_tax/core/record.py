@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import redact
+from ..errors import REASON_LIMIT, redact
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
@@ -90,6 +90,9 @@ class Rollout:
     client: str | None = None
     #: The OCI runtime its container ran under (``runc``, ``runsc``), where a substrate has one.
     runtime: str | None = None
+    #: That runtime's release and platform, where known (gVisor: ``20240729.0``, ``systrap``).
+    runtime_release: str | None = None
+    runtime_platform: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
     #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
@@ -107,7 +110,11 @@ class Rollout:
         """Record the first failure reason (later ones are consequences of it), without any
         of :attr:`secrets` in it."""
         if self.error is None:
-            self.error = redact(reason, sorted(self.secrets, key=len, reverse=True))
+            self.error = self.redact(reason)[:REASON_LIMIT]  # redacted whole, then cut
+
+    def redact(self, text: str) -> str:
+        """``text`` without any of :attr:`secrets`."""
+        return redact(text, sorted(self.secrets, key=len, reverse=True))
 
     def stamp(self, mark: str) -> None:
         """Record the epoch time of ``mark`` (one of :data:`EPOCH_MARKS`) now."""
@@ -120,6 +127,9 @@ class Rollout:
             extra |= {"shard": self.shard, "client": self.client}
         if self.runtime is not None:  # a substrate with an OCI runtime
             extra["runtime"] = self.runtime
+        if self.runtime_release is not None or self.runtime_platform is not None:
+            extra |= {"runtime_release": self.runtime_release}
+            extra |= {"runtime_platform": self.runtime_platform}
         if self.snapshot:
             extra["snapshot"] = True
         if self.launch_type is not None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..errors import SandboxError, SandboxStartError
+from ..errors import RolloutTaxError, SandboxError, SandboxStartError
 from . import contract
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
@@ -107,6 +107,7 @@ class Sandbox:
         cwd: str | None = None,
     ) -> ExecResult:
         """Run ``cmd``: a string through ``sh -c``, a list as it is. One recorded step."""
+        __tracebackhide__ = True  # pytest's traceback shows no frame of ours, nor its arguments
         argv = contract.check_command(cmd)
         timeout = self.timeout if timeout is None else contract.check_timeout(timeout)
         env = contract.check_env(env)
@@ -119,6 +120,8 @@ class Sandbox:
             raw = None
             try:
                 raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
+            except RolloutTaxError as exc:  # raised here: the transport's frames hold ``env``
+                raise exc.with_traceback(None) from None
             finally:
                 wall = time.perf_counter() - started
                 if raw is None:
@@ -136,6 +139,7 @@ class Sandbox:
 
     def write_file(self, path: str, data: str | bytes) -> None:
         """Write text (UTF-8) or bytes to ``path``, creating parent directories. One step."""
+        __tracebackhide__ = True
         payload = contract.payload(data)
         target = contract.check_file_path(self.workdir, path)
         with self._step("write_file"), self._file_errors(target, contract.WHY_NOT_WRITE):
@@ -143,6 +147,7 @@ class Sandbox:
 
     def read_file(self, path: str, binary: bool = False) -> str | bytes:
         """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
+        __tracebackhide__ = True
         target = self.path(path)
         with self._step("read_file"), self._file_errors(target, contract.WHY_NOT_READ):
             payload = self.transport.read(target, timeout=self.timeout)

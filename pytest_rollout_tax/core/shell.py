@@ -2,13 +2,16 @@
 
 A backend only opens a :class:`Duplex` (a byte stream to ``sh`` in the sandbox with stdout and
 stderr apart: a pipe, an attached exec, a websocket, an SSH channel). Every step is one line
-sent to that shell: the command runs in a subshell (no ``cd``, variable or shell state leaks
-into the next step), with no stdin, under the ``timeout`` wrapper (``0``, no limit, for an
-untimed step), so every step has a process group of its own, as on ``exec``. Inside it,
-:data:`RELAY` passes the command's output on through ``cat``: the step ends when its command
-has exited and every process holding its output has closed it, and the wrapper's kill at the
-deadline takes them all. The shell's own job messages (``Killed``) go nowhere. Then the shell
-prints a random sentinel with the exit status on stdout, and one on stderr.
+sent to that shell, the same line for every command (the no-op probe's too): the shell runs
+the step helper (:mod:`.stepper`, placed in the sandbox when the session opens), which enters
+the step's cwd, adds its variables and runs it with no stdin in a process group of its own
+(no ``cd``, variable or shell state leaks into the next step; ``kill 0`` ends only the step),
+relays its output until its command has exited and every process holding its output has
+closed it, and at the deadline kills the whole group. Where the helper cannot run, the line
+falls back to :data:`RELAY` in the shell, under the ``timeout`` wrapper (``0``: no limit):
+the same contract, a few more processes per step. The shell's own job messages (``Killed``)
+go nowhere. Then the shell prints a random sentinel with the exit status on stdout, and one
+on stderr.
 """
 
 from __future__ import annotations
@@ -21,19 +24,19 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from ..errors import SandboxError
-from . import contract
+from . import contract, stepper
 from .record import PhaseClock
 from .transport import (
-    NOOP,
     Output,
     RawResult,
     Transport,
     one_line,
     shell_line,
     step_timeout,
-    timeout_wrapped,
+    timeout_limit,
     was_timed_out,
     with_env,
 )
@@ -48,11 +51,13 @@ SHELL = ("sh",)
 #: own to /dev/null, where the job messages a shell prints for a killed child (``Killed``,
 #: ``Segmentation fault``) go.
 SETUP = b"exec 9>&2 2>/dev/null\n"
-#: Runs ``"$@"`` with its stdout and stderr relayed by one ``cat`` each, and exits with its
-#: status once both streams closed (the status comes back on fd 5, a command substitution).
-#: A shell that waits for a command killed by a signal prints ``Killed`` on its stderr, and
-#: dash waits with the command's redirections applied: so the command's stderr (fd 7, the
-#: pipe to the second ``cat``) is set by ``exec`` in a subshell, and every shell's is /dev/null.
+#: Runs ``"$@"`` (the step under ``timeout -s KILL``, whose process group holds the step alone,
+#: so ``kill 0`` in the step never reaches the relay) with its stdout and stderr relayed by one
+#: ``cat`` each, and exits with its status once both streams closed (the status comes back on
+#: fd 5, a command substitution). A shell that waits for a command killed by a signal prints
+#: ``Killed`` on its stderr, and dash waits with the command's redirections applied: so the
+#: command's stderr (fd 7, the pipe to the second ``cat``) is set by ``exec`` in a subshell,
+#: and every shell's is /dev/null. The fallback of a sandbox the helper cannot run in.
 RELAY = (
     "exec 3>&1 4>&2 2>/dev/null; "
     'c=$(exec 5>&1; (exec 7>&1; ((exec "$@" 2>&7 3>&- 4>&- 5>&- 7>&-); echo $? >&5) '
@@ -62,14 +67,24 @@ RELAY = (
 
 
 def step_line(
-    argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+    argv: list[str],
+    *,
+    timeout: float | None,
+    env: Mapping[str, str] | None,
+    cwd: str,
+    helper: str | None,
 ) -> str:
-    """The shell line of one session step (the no-op runs as it is: the tax is measured bare)."""
-    if tuple(argv) != NOOP:  # env(1) inside the relay: sh drops variables that are not names
-        limit = "0" if timeout is None else timeout_wrapped(argv, timeout)[3]
-        argv = ["timeout", "-s", "KILL", limit, "sh", "-c", RELAY, "sh", *with_env(argv, env)]
-        env = None
-    return subshell(shell_line(argv, env=env, cwd=cwd))
+    """The shell line of one session step, whatever its command: the helper at ``helper``
+    (None: none was placed) runs it if it is there, else :data:`RELAY` does."""
+    limit = timeout_limit(timeout)
+    wrapped = ["timeout", "-s", "KILL", limit, *with_env(argv, env)]
+    fallback = subshell(shell_line(["sh", "-c", RELAY, "sh", *wrapped], env=None, cwd=cwd))
+    if helper is None:
+        return fallback
+    options = [arg for name, value in (env or {}).items() for arg in ("-e", f"{name}={value}")]
+    run = shlex.join([helper, limit, cwd, *options, "--", *argv])
+    quoted = shlex.quote(helper)
+    return f"if [ -x {quoted} ]; then {run} </dev/null 2>&9 9>&-; else {fallback}; fi"
 
 
 def subshell(body: str) -> str:
@@ -99,25 +114,32 @@ class ShellTransport(Transport):
 
     name = "session"
 
-    def __init__(self, connect: Callable[[], Duplex], *, substrate: str) -> None:
+    def __init__(
+        self, connect: Callable[[], Duplex], *, substrate: str, on_host: bool = False
+    ) -> None:
         self._connect = connect
         self._substrate = substrate
+        #: Whether the shell runs on this host (the helper is run where it was built).
+        self._on_host = on_host
         self._duplex: Duplex | None = None
+        #: Where the step helper is in the sandbox (None: the shell's relay runs every step).
+        self.helper: str | None = None
 
     def open(self, clock: PhaseClock) -> None:
         self._duplex = self._connect()
         self._duplex.send(SETUP)
         self._call("true", deadline=time.monotonic() + GRACE_S + 20)
+        self.helper = self._place_helper(stepper.built())
         clock.mark("session")
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        script = step_line(argv, timeout=timeout, env=env, cwd=cwd)
+        script = step_line(argv, timeout=timeout, env=env, cwd=cwd, helper=self.helper)
         deadline = None if timeout is None else time.monotonic() + timeout + GRACE_S
         started = time.perf_counter()
         code, stdout, stderr = self._call(script, deadline, cap=self.output_cap)
-        if was_timed_out(argv, timeout, code, time.perf_counter() - started):
+        if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate, timeout)
         return RawResult.of(code, stdout, stderr)
 
@@ -137,6 +159,25 @@ class ShellTransport(Transport):
         if self._duplex is not None:
             duplex, self._duplex = self._duplex, None
             duplex.close()
+
+    def _place_helper(self, built: Path | None) -> str | None:
+        """The helper's path in the sandbox once it runs there: on this host, where it was
+        built; elsewhere, written through the shell to /tmp (None: the relay it is)."""
+        if built is None:
+            return None
+        path = str(built)
+        if not self._on_host:
+            where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
+            path = f"{where}/{stepper.NAME}"
+            encoded = base64.b64encode(built.read_bytes()).decode()
+            script = (
+                f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
+            )
+            if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
+                return None
+        check = subshell(f"exec {shlex.quote(path)} --check")
+        code, stdout, _ = self._call(check, deadline=None, silence=GRACE_S * 6)
+        return path if code == 0 and bytes(stdout.data) == stepper.CHECK_OUTPUT else None
 
     # -- framing -------------------------------------------------------------------------------
 

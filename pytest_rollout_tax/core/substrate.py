@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
+from .limits import LIMITS
 from .options import parse_options
 from .pool_stats import PoolStats
 from .record import PhaseClock, Rollout
@@ -58,7 +59,9 @@ class Prepare:
     run: Callable[[Sandbox], object]
 
     def __call__(self, sandbox: Sandbox) -> None:
-        """Run the setup, its steps unrecorded; a failure is one line naming the function."""
+        """Run the setup, its steps unrecorded; a failure is one line naming the function,
+        without the secrets its steps were given."""
+        __tracebackhide__ = True
         try:
             with sandbox.unrecorded():
                 self.run(sandbox)
@@ -66,9 +69,20 @@ class Prepare:
             raise
         except Exception as exc:
             name = getattr(self.run, "__name__", repr(self.run))
-            raise SandboxStartError(
-                f"{sandbox.substrate.name}: prepare={name} failed: {type(exc).__name__}: {exc}"
-            ) from None
+            failed = f"{type(exc).__name__}: {exc}"
+            message = f"{sandbox.substrate.name}: prepare={name} failed: {failed}"
+            raise SandboxStartError(sandbox.rollout.redact(message)) from None
+
+
+def command_env_values(options: object) -> list[str]:
+    """The values of the variables a substrate's options give every command (``docker.env``,
+    ``local.env``, ``e2b.envs``): secrets, as every ``exec(env=)`` value is."""
+    values: list[str] = []
+    for name in ("env", "envs"):
+        given = getattr(options, name, None)
+        if isinstance(given, dict):
+            values += [str(value) for value in given.values()]
+    return values
 
 
 @dataclass(frozen=True)
@@ -80,9 +94,15 @@ class ControlPlane:
     rtt_s: float | None  #: None: the call failed
     #: The service is hosted elsewhere (E2B, AWS), yet its endpoint is on this machine.
     stand_in: bool
+    #: How a hosted substrate's rollouts reach it (:attr:`Substrate.connection`); None: not
+    #: stated.
+    connection: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if data["connection"] is None:  # stated by hosted substrates only
+            del data["connection"]
+        return data
 
 
 def is_loopback(endpoint: str) -> bool:
@@ -141,6 +161,9 @@ class Substrate(ABC):
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
     runtime: str | None = None
+    #: That runtime's release and platform (gVisor's ``20240729.0`` and ``systrap``), if known.
+    runtime_release: str | None = None
+    runtime_platform: str | None = None
     #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
     output_cap: int = OUTPUT_CAP
 
@@ -162,8 +185,9 @@ class Substrate(ABC):
                 f"{owner}.transport={parsed.transport!r}: {cls.kind} offers "
                 f"{' and '.join(cls.transports)}"
             )
-        if parsed.pool < 0:
-            raise ConfigError(f"{owner}.pool={parsed.pool}: expected 0 (no pool) or more")
+        pool = LIMITS["SUBSTRATE.pool"]
+        if not pool.low <= parsed.pool <= pool.high:
+            raise ConfigError(f"{owner}.pool={parsed.pool}: expected {pool.text()} (0: no pool)")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more
@@ -218,6 +242,13 @@ class Substrate(ABC):
         return []
 
     @property
+    def connection(self) -> str | None:
+        """Whether each rollout's first request paid connection setup: ``per-rollout`` (a
+        client, and a connection, of its own) or ``reused`` (one warm client); None: a
+        substrate without a hosted control plane."""
+        return None
+
+    @property
     def endpoint(self) -> str | None:
         """The control plane's URL (never with credentials); None: there is none (local)."""
         return None
@@ -239,7 +270,12 @@ class Substrate(ABC):
         except Exception:  # reported as an unknown round trip, never as a session failure
             times = []
         rtt = statistics.median(times) if times else None
-        return ControlPlane(without_userinfo(endpoint), rtt, self.hosted and is_loopback(endpoint))
+        return ControlPlane(
+            without_userinfo(endpoint),
+            rtt,
+            self.hosted and is_loopback(endpoint),
+            self.connection,
+        )
 
     def close_own_pool(self) -> PoolStats | None:
         """End the warm pool the substrate's service keeps for its sandboxes (k8s claim mode's
@@ -324,7 +360,10 @@ class Substrate(ABC):
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
+        rollout.runtime_release = self.runtime_release
+        rollout.runtime_platform = self.runtime_platform
         rollout.secrets.update(self.secrets)
+        rollout.secrets.update(command_env_values(self.options))
         return rollout
 
     def _sandbox(
@@ -373,8 +412,8 @@ class Substrate(ABC):
                     clock.mark("template", cold_start=False)
                     self._snapshots[prepare.key] = self._checkpoint(template)
                     clock.mark("checkpoint", cold_start=False)
-                except RolloutTaxError as exc:
-                    self._snapshots[prepare.key] = exc
+                except RolloutTaxError as exc:  # without the template's secrets
+                    self._snapshots[prepare.key] = type(exc)(template_record.redact(str(exc)))
             found = self._snapshots[prepare.key]
         if isinstance(found, RolloutTaxError):
             raise type(found)(str(found))

@@ -121,12 +121,18 @@ class Transport(ABC):
 # -- the step policy -------------------------------------------------------------------------
 
 
+def timeout_limit(timeout: float | None) -> str:
+    """A step's timeout as ``timeout(1)`` and the step helper take it (``0``: no limit)."""
+    return "0" if timeout is None else f"{max(timeout, 0.001):.3f}"
+
+
 def timeout_wrapped(argv: Sequence[str], timeout: float | None) -> list[str]:
     """``argv`` under ``timeout -s KILL``, which kills the step's whole process group inside
-    the sandbox at the deadline. The no-op is never wrapped: the tax is measured without it."""
-    if timeout is None or tuple(argv) == NOOP:
+    the sandbox at the deadline: every timed step, the no-op probe's too (what it costs is
+    part of the tax)."""
+    if timeout is None:
         return list(argv)
-    return ["timeout", "-s", "KILL", f"{max(timeout, 0.001):.3f}", *argv]
+    return ["timeout", "-s", "KILL", timeout_limit(timeout), *argv]
 
 
 def with_env(argv: Sequence[str], env: Mapping[str, str] | None) -> list[str]:
@@ -142,11 +148,10 @@ def shell_line(argv: Sequence[str], *, env: Mapping[str, str] | None, cwd: str) 
     return f"cd -- {shlex.quote(cwd)} || exit 127; exec {shlex.join(with_env(argv, env))}"
 
 
-def was_timed_out(argv: Sequence[str], timeout: float | None, code: int, elapsed: float) -> bool:
+def was_timed_out(timeout: float | None, code: int, elapsed: float) -> bool:
     """Whether a wrapped step's exit ``code`` is the wrapper's kill at the deadline (a step
     killed with 137 for another reason, before its deadline, is a result)."""
-    wrapped = timeout_wrapped(argv, timeout) != list(argv)
-    return wrapped and code == KILLED and timeout is not None and elapsed >= timeout
+    return code == KILLED and timeout is not None and elapsed >= timeout
 
 
 def step_timeout(substrate: str, timeout: float, fate: str = "killed") -> StepTimeout:

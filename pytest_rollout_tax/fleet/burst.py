@@ -22,7 +22,7 @@ from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.stats import Stats
 from ..core.substrate import Substrate
-from ..errors import ConfigError, reason_of
+from ..errors import ConfigError, RateLimited, reason_of
 
 #: A level is the knee when its cold-start p50 is more than this times the lowest level's.
 KNEE_FACTOR = 2.0
@@ -56,6 +56,9 @@ class BurstLevel:
     #: Seconds from the release until the last sandbox was ready (or had failed).
     ready_all_s: float | None = None
     failure_reasons: Counter[str] = field(default_factory=Counter)
+    #: Creates the provider's rate limiter refused (HTTP 429): the level measured the
+    #: limiter, not the sandbox; each is also among the failure reasons.
+    rate_limited: int = 0
     #: Epoch seconds of the release, so levels of several clients can be aligned.
     released_at: float | None = None
     #: Levels of several clients merged into this one (:func:`merge_levels`): how far apart
@@ -83,6 +86,7 @@ class BurstLevel:
             "creates_per_s": self.creates_per_s,
             "failures": self.failures,
             "failure_reasons": dict(self.failure_reasons.most_common()),
+            "rate_limited": self.rate_limited,
             "released_at": self.released_at,
             "cold_start_s": list(self.cold_start_s),
         } | (
@@ -102,6 +106,7 @@ class BurstLevel:
             cold_start_s=list(data["cold_start_s"]),
             ready_all_s=data.get("ready_all_s"),
             failure_reasons=Counter(data.get("failure_reasons") or {}),
+            rate_limited=data.get("rate_limited") or 0,
             released_at=data.get("released_at"),
         )
 
@@ -125,6 +130,7 @@ def run_level(
         except Exception as exc:  # every failure is data, a 429 included
             with lock:
                 level.failure_reasons[reason_of(exc)] += 1
+                level.rate_limited += isinstance(exc, RateLimited)
                 finished.append(time.perf_counter())
             return
         with lock:
@@ -187,6 +193,7 @@ def merge_levels(levels: list[dict[str, Any]]) -> dict[str, Any]:
     for part in parts:
         merged.cold_start_s += part.cold_start_s
         merged.failure_reasons.update(part.failure_reasons)
+        merged.rate_limited += part.rate_limited
     released = [part.released_at for part in parts if part.released_at is not None]
     if len(released) == len(parts):
         done = [p.released_at + p.ready_all_s for p in parts if p.ready_all_s is not None]

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.limits import file_number
 from ..core.paths import regular_file
 from ..core.stats import STAT_NAMES
+from ..core.writable import check_writable_directory
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
 from ..report.files import write_json
 from ..report.schema import READABLE_SCHEMAS, SAMPLE_METRICS, SCHEMA
@@ -73,8 +75,9 @@ class Storage:
             raise SavedRunError(
                 f"storage directory {self}: cannot create: {_reason(exc)}"
             ) from None
-        if not os.access(self.root, os.W_OK | os.X_OK):
-            raise SavedRunError(f"storage directory {self}: not writable")
+        why = check_writable_directory(self.root)
+        if why is not None:
+            raise SavedRunError(f"storage directory {self}: not writable: {why}")
         if name is not None:
             path = self.root / f"{check_name(name)}.json"
             try:
@@ -204,7 +207,9 @@ def load(path: str | os.PathLike[str]) -> SavedRun:
     except OSError as exc:
         raise SavedRunError(f"{path}: cannot read: {_reason(exc)}") from None
     try:
-        data = json.loads(text, parse_constant=_reject_constant)
+        data = json.loads(
+            text, parse_constant=_reject_constant, parse_int=file_number, parse_float=file_number
+        )
     except ValueError as exc:
         raise SavedRunError(f"{path}: not valid JSON: {exc}") from None
     except RecursionError:

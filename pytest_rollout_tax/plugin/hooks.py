@@ -6,25 +6,24 @@ xdist (:mod:`.xdist`)."""
 from __future__ import annotations
 
 import contextlib
-import signal
 import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ..core.record import Rollout
+from ..core.record import UNBOUND, Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
-from ..errors import CredentialsMissing, RolloutTaxError
+from ..errors import CredentialsMissing, RateLimited, RolloutTaxError
 from ..fleet.substrates import Substrates
 from ..substrates.registry import Registry
 from . import xdist
 from .bridges import ReportBridges
 from .marker import Trajectory
 from .order import interleave
+from .presence import OptionYield, asked
 from .progress import ColdStartProgress, TerminalLine
 from .replay_files import ReplayCollection, ReplayFile
 from .rollouts import (
@@ -33,15 +32,17 @@ from .rollouts import (
     close_quietly,
     failure_reason,
     rollout_key,
-    setup_failure_outcome,
     skip_or_fail,
     slot,
     start_failed,
     target_of,
 )
 from .session import RolloutTaxSession
-from .settings import Settings, add_options, ini_name
+from .settings import OPTIONS, Settings, add_options, dests, ini_name
+from .signals import SigtermChain
 
+#: The outcome of a rollout whose create the provider's rate limiter refused (not a failure).
+RATE_LIMITED = "rate_limited"
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=None): a "
@@ -51,13 +52,41 @@ MARKER = (
 )
 
 
+#: The options of the parser being built, until pytest_configure takes them.
+_options: OptionYield | None = None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_options(parser)
+    global _options
+    _options = OptionYield(parser, {flag: ini_name(flag) for flag, *_ in OPTIONS})
+    add_options(parser, _options.taken)
+
+
+def pytest_plugin_registered(plugin_name: str) -> None:
+    """A plugin or conftest.py registered just now: the one that took a flag of ours."""
+    if _options is not None and _options.pending:
+        _options.owner(plugin_name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """A replay alone (``--rollout-replay`` and no test paths) is only a replay: the conftests
+    under ``testpaths`` are not loaded, as no test there is collected."""
+    namespace = early_config.known_args_namespace
+    replayed = getattr(namespace, ini_name("--rollout-replay"), None)
+    if replayed and not namespace.file_or_dir:
+        namespace.file_or_dir = list(replayed)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _options
     config.addinivalue_line("markers", MARKER)
-    if config.option.rollout_reap:
+    if _options is not None:
+        if not hasattr(config, "workerinput"):
+            for line in _options.lines():
+                print(line, file=sys.stderr)
+        _options = None
+    if getattr(config.option, "rollout_reap", False):
         return
     registry = Registry.discover()
     settings = Settings.from_config(config, registry)
@@ -94,7 +123,7 @@ def _add_replay_paths(config: pytest.Config, paths: tuple[Path, ...]) -> None:
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     """``--rollout-reap``: remove every substrate's leftovers, then exit."""
-    if not config.option.rollout_reap:
+    if not getattr(config.option, "rollout_reap", False):
         return None
     try:
         settings = Settings.from_config(config, registry := Registry.discover())
@@ -123,13 +152,20 @@ class RolloutTaxPlugin:
         # bad markers and unreadable trajectories, raised once collection is done
         self.marker_errors: list[str] = []
         self.replay_collection = ReplayCollection(self.config, self.settings, self.marker_errors)
-        self._previous_sigterm: Any = None
+        #: SIGTERM as an interrupt, while the plugin is active (see :meth:`_active`).
+        self.sigterm = SigtermChain()
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> ReplayFile | None:
-        """Trajectory files as workloads, where the user asked for them (replay_files.py)."""
-        return self.replay_collection.collect(file_path, parent)
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+        """Trajectory files as workloads, where the user asked for them (replay_files.py),
+        and never a file another plugin collects."""
+        collected = yield
+        if collected:
+            return collected
+        ours: ReplayFile | None = self.replay_collection.collect(file_path, parent)
+        return [ours] if ours is not None else collected
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if TARGET_PARAM not in metafunc.fixturenames:
@@ -182,6 +218,7 @@ class RolloutTaxPlugin:
     @pytest.fixture
     def substrate(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Substrate:
         """The Substrate the current rollout runs on."""
+        __tracebackhide__ = True
         try:
             return self.session.substrates.get(_rollout_target.substrate)
         except RolloutTaxError as exc:
@@ -193,6 +230,7 @@ class RolloutTaxPlugin:
     @pytest.fixture
     def sandbox(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Iterator[Sandbox]:
         """A fresh sandbox for this rollout, on the current substrate; deleted afterwards."""
+        __tracebackhide__ = True
         target = _rollout_target
         rollout = self._begin_rollout(request, target)
         sandbox = None
@@ -218,6 +256,9 @@ class RolloutTaxPlugin:
             if isinstance(error, CredentialsMissing):
                 del request.node.stash[rollout_key]
                 self.session.running.remove(rollout)
+            elif isinstance(error, RateLimited):  # the provider's limiter, not the sandbox
+                rollout.outcome, rollout.error = RATE_LIMITED, error.provider_message or None
+                pytest.skip(str(error).splitlines()[0])
             else:
                 start_failed(rollout, error)
             skip_or_fail(error)
@@ -259,9 +300,11 @@ class RolloutTaxPlugin:
             return
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            failed_setup = report.when == "setup" and report.failed
-            rollout.outcome = setup_failure_outcome(rollout) if failed_setup else report.outcome
+        own = rollout.outcome in (RATE_LIMITED, UNBOUND)  # whatever pytest calls it
+        if not own and (report.when == "call" or (report.when == "setup" and not report.passed)):
+            rollout.outcome = (
+                "error" if report.when == "setup" and report.failed else report.outcome
+            )
         elif report.when == "teardown":
             if report.failed and rollout.outcome == "passed":
                 rollout.outcome = "error"
@@ -278,7 +321,6 @@ class RolloutTaxPlugin:
     # -- the session -----------------------------------------------------------------------
 
     def pytest_sessionstart(self) -> None:
-        self._previous_sigterm = _install_sigterm_handler()
         self.session.progress = ColdStartProgress(self._live_line())
 
     def _live_line(self) -> TerminalLine | None:
@@ -307,6 +349,8 @@ class RolloutTaxPlugin:
     def pytest_runtestloop(self, session: pytest.Session):
         """Before the tests, the bursts: once, in the controller or a serial run (xdist workers
         have collected and wait meanwhile, so nothing else runs on the substrates)."""
+        if self._active(session):
+            self.sigterm.install()
         collected = not session.config.option.collectonly and not session.testsfailed
         if self.settings.bursts and not self.session.is_worker and collected:
             self.session.run_bursts()
@@ -320,17 +364,11 @@ class RolloutTaxPlugin:
         self.session.display(terminalreporter)
 
     def pytest_unconfigure(self) -> None:
-        if self._previous_sigterm is not None:
-            signal.signal(signal.SIGTERM, self._previous_sigterm)
+        self.sigterm.restore()
 
-
-def _install_sigterm_handler() -> Any:
-    """Turn SIGTERM into KeyboardInterrupt so fixtures tear their sandboxes down."""
-
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    try:
-        return signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:  # not the main thread
-        return None
+    def _active(self, session: pytest.Session) -> bool:
+        """Installed is not active: the plugin acts (SIGTERM handling) only when an option of
+        it is given or a rollout was collected (an xdist controller collects none)."""
+        if asked(self.config, dests()):
+            return True
+        return any(target_of(item) is not None for item in session.items)

@@ -65,23 +65,17 @@ def skip_or_fail(error: RolloutTaxError) -> NoReturn:
 
 def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:
     """Record why ``rollout``'s sandbox did not start; a sandbox its service's controller
-    never bound makes the outcome ``unbound`` (kept by :func:`setup_failure_outcome`)."""
+    never bound makes the outcome ``unbound`` (a failure, kept whatever pytest calls it)."""
     rollout.fail(failure_reason(error))
     if isinstance(error, SandboxUnbound):
         rollout.outcome = UNBOUND
-
-
-def setup_failure_outcome(rollout: Rollout) -> str:
-    """The outcome of a rollout whose setup failed: ``unbound`` as :func:`start_failed` set
-    it, else ``error``."""
-    return UNBOUND if rollout.outcome == UNBOUND else "error"
 
 
 def failure_reason(exc: BaseException) -> str:
     """A short, countable reason: the message of our errors (sandbox ids as ``<id>``, as
     bursts and pools count them), the type of a workload's."""
     if isinstance(exc, RolloutTaxError):
-        return reason_of(exc)
+        return reason_of(exc, limit=None)  # Rollout.fail redacts it whole, then cuts it
     if isinstance(exc, pytest.fail.Exception):
-        return str(exc).splitlines()[0][:200] if str(exc) else "failed"
+        return str(exc).splitlines()[0] if str(exc) else "failed"
     return f"test failed: {type(exc).__name__}"

@@ -58,6 +58,8 @@ class RolloutTaxSession:
         self.report: dict | None = None
         self.summary_lines: list[str] = []
         self.regression_lines: list[str] = []
+        #: A requested output (--rollout-json, --rollout-html) failed to be written.
+        self.write_failed = False
 
     # -- while the tests run ---------------------------------------------------------------
 
@@ -101,13 +103,17 @@ class RolloutTaxSession:
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         verdict = self.settings.gate.finish(for_saving(report), save=not interrupted)
         self.summary_lines += verdict.summary
+        gate = self.settings.gate
+        asked_to_save = (gate.save is not None) + bool(gate.autosave)
+        if not interrupted and len(verdict.saved) < asked_to_save:
+            self.write_failed = True  # the gate printed why
         self.regression_lines = verdict.regression
         failed = verdict.failed or bool(report["shared_sandboxes"])
         if self.settings.history_fail:
             failed = self._history_gate(verdict.saved) or failed
         if self.settings.html_path:
             self.summary_lines.append(self._write_html(report, verdict))
-        if failed and exitstatus == pytest.ExitCode.OK:
+        if (failed or self.write_failed) and exitstatus == pytest.ExitCode.OK:
             return pytest.ExitCode.TESTS_FAILED
         return exitstatus
 
@@ -193,6 +199,7 @@ class RolloutTaxSession:
         try:
             written = write_json(path, report)
         except OSError as exc:
+            self.write_failed = True
             return [f"rollout-tax: error: cannot write {path}: {exc.strerror or exc}"]
         return [f"report written to {written}"]
 
@@ -210,6 +217,7 @@ class RolloutTaxSession:
             )
             path = html.write(self.settings.html_path, page)
         except OSError as exc:
+            self.write_failed = True
             return (
                 f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
             )

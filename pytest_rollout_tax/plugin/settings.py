@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from ..report.aggregate import STEP_CHOICES
 from ..report.files import check_report_path
 from ..report.projection import Scale
 from ..substrates.registry import Registry
-from ..substrates.selection import Catalog, SubstrateSpec, pyproject_tables, resolve, split_names
+from ..substrates.selection import Catalog, SubstrateSpec, resolve, split_names, variant_tables
 from .gating import Gate
 from .shard import Shard, parse_start
 
@@ -124,12 +125,14 @@ def ini_name(flag: str) -> str:
     )
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Every option in the plugin's one group, each with its ini twin."""
+def add_options(parser: pytest.Parser, taken: Callable[[str], bool] = lambda flag: False) -> None:
+    """Every option in the plugin's one group, each with its ini twin; a flag another plugin
+    has ``taken`` only as its ini twin."""
     group = parser.getgroup("rollout-tax", "rollout tax (latency of execution substrates)")
     for flag, kwargs, help_text, ini_type, ini_default in OPTIONS:
-        group.addoption(flag, dest=ini_name(flag), help=f"{help_text} [ini: {ini_name(flag)}]",
-                        **kwargs)  # fmt: skip
+        if not taken(flag):
+            group.addoption(flag, dest=ini_name(flag), help=f"{help_text} [ini: {ini_name(flag)}]",
+                            **kwargs)  # fmt: skip
         parser.addini(ini_name(flag), help_text, type=ini_type, default=ini_default)
     group.addoption(
         "--rollout-reap",
@@ -138,10 +141,15 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+def dests() -> list[str]:
+    """The ``config.option`` names of every rollout-tax option."""
+    return [ini_name(flag) for flag, *_ in OPTIONS] + ["rollout_reap"]
+
+
 def option(config: pytest.Config, flag: str) -> Any:
     """The command-line value of an option, else its ini twin."""
     name = ini_name(flag)
-    value = config.getoption(name)
+    value = config.getoption(name, None)  # None: the flag yielded to another plugin's
     return config.getini(name) if value is None or value == [] else value
 
 
@@ -203,7 +211,7 @@ class Settings:
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
         try:
             selected = split_names(option(config, "--substrate"), "--substrate")
-            tables = pyproject_tables(config.rootpath / "pyproject.toml")
+            tables = variant_tables(config.rootpath / "pyproject.toml")
             aliases = registry.aliases()
             opts = option(config, "--substrate-opt")
             specs = resolve(selected, opts, tables, registry.names(), aliases)
@@ -265,7 +273,7 @@ class Settings:
         return cls(
             specs={spec.name: spec for spec in specs},
             rounds=number(config, "--rollout-rounds", int, 1, MAX_ROUNDS),
-            rounds_from_cli=config.getoption("rollout_rounds") is not None,
+            rounds_from_cli=config.getoption("rollout_rounds", None) is not None,
             probes=number(config, "--rollout-probes", int, 0, MAX_PROBES),
             scale=scale,
             json_path=json_path,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -90,6 +91,8 @@ def parse_start(text: str, where: str, now: float | None = None) -> float:
     now = time.time() if now is None else now
     if not at == at or at - now > MAX_WAIT_S:  # NaN, or a mistake
         raise ValueError(f"{where}={text!r}: more than 24 hours from now")
+    if at - now < -MAX_WAIT_S:  # e.g. 0: a start that long past is a mistake, not lateness
+        raise ValueError(f"{where}={text!r}: more than 24 hours ago; expected within a day of now")
     return at
 
 
@@ -101,10 +104,20 @@ def fingerprint_of(items: list[pytest.Item], version: str) -> dict[str, Any]:
     for item in items:
         marker = item.get_closest_marker("trajectory")
         arguments = [list(marker.args), marker.kwargs] if marker else None
-        lines.append(f"{item.nodeid}\t{json.dumps(arguments, sort_keys=True, default=repr)}\n")
+        text = json.dumps(arguments, sort_keys=True, default=stable_name)
+        lines.append(f"{item.nodeid}\t{text}\n")
     for line in sorted(lines):
         digest.update(line.encode())
     return {"fingerprint": f"sha256:{digest.hexdigest()}", "items": len(items)}
+
+
+def stable_name(value: Any) -> str:
+    """A marker argument as every process names it: a callable (``prepare=``) by its module
+    and qualified name, never its ``repr`` (which holds a memory address)."""
+    if callable(value) and hasattr(value, "__qualname__"):
+        return f"{getattr(value, '__module__', '?')}.{value.__qualname__}"
+    text = repr(value)
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", text)
 
 
 class Client:

@@ -88,6 +88,9 @@ def summarize_substrate(
         entry["unbound"] = unbound
     if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
         entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
+        for key in ("runtime_release", "runtime_platform"):  # gVisor's release and platform
+            if (value := _most_common(r.get(key) for r in records)) is not None:
+                entry[key] = value
     if any(r.get("snapshot") for r in records):
         entry["snapshot"] = True
     if launches := launch_types(records):  # optional: k8s claims, warm or cold
@@ -96,6 +99,10 @@ def summarize_substrate(
         entry["command"] = command
     if (divergence := divergence_of(samples)) is not None:
         entry["divergence"] = divergence
+    limited = [r for r in records if r["outcome"] == "rate_limited"]
+    if limited:  # optional: creates the provider's limiter refused, not failures
+        messages = Counter(r["error"] or "HTTP 429" for r in limited)
+        entry["rate_limited"] = {"rollouts": len(limited), "messages": dict(messages)}
     if name in fleet.bursts:
         entry["burst"] = fleet.bursts[name]
     if pool is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..core.paths import regular_file
+from ..core.writable import check_writable_file
 from ..errors import ConfigError, NotRegularFileError
 
 
@@ -39,8 +40,9 @@ def check_report_path(path: str | os.PathLike[str], where: str) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{where}: cannot create its directory: {exc.strerror}") from None
-    if not os.access(target.parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"{where}: its directory is not writable")
+    why = check_writable_file(target)
+    if why is not None:
+        raise ConfigError(f"{where}: cannot be written: {why}")
     return target
 
 

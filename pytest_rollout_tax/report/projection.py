@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
+from ..core.limits import check
+
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
 #: trajectories' recorded think time, or nowhere (0).
 ThinkSource = Literal["option", "recorded", "none"]
@@ -44,6 +46,8 @@ class Scale:
                 f"{option}={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
                 "with positive integers, e.g. 1000000x150"
             )
+        if steps is not None:
+            check("--rollout-project steps", steps, f"{option}={text!r}: steps")
         if think_time_s is None:
             return cls(rollouts=int(rollouts), steps=steps, think_time_source="none")
         if not 0 <= think_time_s < float("inf"):

@@ -109,6 +109,12 @@ def wrap(note: str, width: int) -> list[str]:
 def fleet_lines(name: str, entry: dict) -> list[str]:
     """The burst, warm-pool and fleet lines of one substrate (none when not measured)."""
     lines = []
+    if limited := entry.get("rate_limited"):
+        said = "; ".join(limited["messages"])
+        lines.append(
+            f"{name}: {limited['rollouts']} rollout(s) rate_limited: the provider's limiter "
+            f"refused the create (not a sandbox failure): {said}"
+        )
     if entry.get("burst"):
         lines.append(burst_line(name, entry["burst"]))
     if launches := entry.get("launch_types"):
@@ -171,6 +177,11 @@ def burst_line(name: str, levels: list[dict]) -> str:
         if level["failures"]:
             reasons = "; ".join(f"{n}x {why}" for why, n in level["failure_reasons"].items())
             part += f", {level['failures']} failed ({reasons})"
+        if level.get("rate_limited"):
+            part += (
+                f"; {level['rate_limited']} create(s) rate-limited: this level hit the "
+                "provider's limiter, not the sandbox"
+            )
         parts.append(part)
     line = f"{name} burst cold start at " + " | ".join(parts)
     if len(levels) > 1:
@@ -207,6 +218,16 @@ def control_plane_lines(report: dict) -> list[str]:
     trips = "; ".join(f"{', '.join(named)} ({endpoint})" for endpoint, named in by_endpoint.items())
     lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
     for name, plane in planes.items():
+        if plane.get("connection") == "per-rollout":
+            lines.append(
+                f"{name}: each rollout opened its own connection: its cold start includes "
+                "connection setup (reuse_connection=false)"
+            )
+        elif plane.get("connection") == "reused":
+            lines.append(
+                f"{name}: rollouts reused one warm connection: no cold start after the first "
+                "includes connection setup (reuse_connection=true)"
+            )
         if plane["stand_in"]:
             kind = report["substrates"][name].get("kind") or name
             lines.append(

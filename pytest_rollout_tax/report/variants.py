@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from ..fleet.pool import entry_idle_per_claim
 from .isolation import DEFAULT_RUNTIME
+from .projection import step_overhead
 from .units import ratio, seconds
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
@@ -67,18 +68,25 @@ def comparison_lines(substrates: dict[str, dict]) -> list[str]:
 
 
 def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
-    """``docker-session vs docker, transport session vs exec: action p50 0.028x, tax-hours
-    -1,953``."""
+    """``docker-session vs docker, transport session vs exec: step overhead 0.028x, tax-hours
+    -1,953``: the ratio of the mean step overhead, the command's own time left out."""
     if not entry.get("action") or not base.get("action"):
         return None
-    speed = entry["action"]["p50"] / base["action"]["p50"]
+    speed = _overhead(entry) / _overhead(base)
     get = ASPECTS["transport"]
     line = (
-        f"{name} vs {base_name}, transport {get(entry)} vs {get(base)}: action p50 {ratio(speed)}"
+        f"{name} vs {base_name}, transport {get(entry)} vs {get(base)}: "
+        f"step overhead {ratio(speed)}"
     )
     if entry.get("tax_hours") is not None and base.get("tax_hours") is not None:
         line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
     return line
+
+
+def _overhead(entry: dict) -> float:
+    """A variant's mean step overhead: the probe's mean, never more than the mean step's."""
+    step = entry.get("step")
+    return step_overhead(entry["action"]["mean"], step["mean"] if step else None)
 
 
 def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:

@@ -15,5 +15,7 @@ def rollout_tax_substrates() -> dict[str, object]:
         "k8s": f"{_MODULE}.kubernetes:KubernetesSubstrate",
         "kubernetes": f"{_MODULE}.kubernetes:KubernetesSubstrate",
         "e2b": f"{_MODULE}.e2b:E2BSubstrate",
+        "daytona": f"{_MODULE}.daytona:DaytonaSubstrate",
         "ec2": f"{_MODULE}.ec2:EC2Substrate",
+        "modal": f"{_MODULE}.modal:ModalSubstrate",
     }

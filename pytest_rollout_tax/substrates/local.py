@@ -330,7 +330,7 @@ class LocalSubstrate(Substrate):
 
     def _transport(self, handle: LocalHandle) -> Transport:
         if self.options.transport == "session":
-            return ShellTransport(lambda: LocalShell(handle), substrate=self.name)
+            return ShellTransport(lambda: LocalShell(handle), substrate=self.name, on_host=True)
         return LocalExec(handle, substrate=self.name)
 
     def destroy(self, handle: LocalHandle) -> None:

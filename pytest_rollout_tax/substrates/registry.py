@@ -9,7 +9,7 @@ from typing import Any
 import pluggy
 
 from ..core.substrate import Substrate
-from ..errors import ConfigError, SubstrateUnavailable
+from ..errors import ConfigError, ExtraMissing, SubstrateUnavailable
 from . import builtin, hookspecs
 
 
@@ -54,6 +54,8 @@ class Registry:
             module_name, _, attr = entry.partition(":")
             try:
                 module = importlib.import_module(module_name)
+            except ExtraMissing:
+                raise
             except ImportError as exc:
                 raise SubstrateUnavailable(f"substrate {name!r} cannot be loaded: {exc}") from None
             entry = getattr(module, attr)
@@ -61,7 +63,11 @@ class Registry:
 
     def create(self, name: str, kind: str | None = None, **options: Any) -> Substrate:
         """A substrate named ``name`` of implementation ``kind`` (default: ``name``)."""
-        return self.load(kind or name)(name, **options)
+        try:
+            implementation = self.load(kind or name)
+        except ExtraMissing as exc:
+            raise exc.named(name) from None
+        return implementation(name, **options)
 
 
 def get_substrate(name: str, **options: Any) -> Substrate:

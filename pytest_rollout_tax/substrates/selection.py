@@ -13,7 +13,15 @@ from ..errors import ConfigError
 PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
 #: Variants every run knows, as if defined in pyproject.toml (a table of the same name there
 #: adds to it and overrides its keys).
+#: Variants that work by name with no configuration; a pyproject table of the same name
+#: overrides their keys (docs/api.md#built-in-variants).
 BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
+    "docker-session": {"kind": "docker", "transport": "session"},
+    "docker-pool": {"kind": "docker", "pool": 2},
+    "docker-gvisor": {"kind": "docker", "runtime": "runsc", "platform": "systrap"},
+    "docker-snap": {"kind": "docker", "runtime": "runsc", "platform": "systrap", "snapshot": True},
+    "k8s-session": {"kind": "k8s", "transport": "session"},
+    "ec2-session": {"kind": "ec2", "transport": "session"},
     "k8s-claim": {"kind": "k8s", "api": "claim"},
 }
 
@@ -48,19 +56,7 @@ def parse_substrate_opt(text: str) -> tuple[str, str, str]:
 
 
 def pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any, over the
-    built-in variants (:data:`BUILTIN_VARIANTS`)."""
-    tables = _pyproject_tables(path)
-    merged = {name: dict(table) for name, table in BUILTIN_VARIANTS.items()}
-    for name, table in tables.items():
-        if isinstance(table, dict) and name in merged:
-            merged[name] |= table
-        else:
-            merged[name] = table
-    return merged
-
-
-def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The ``[tool.rollout-tax.substrates.NAME]`` tables of a pyproject.toml, if any."""
     if not path.is_file():
         return {}
     try:
@@ -72,6 +68,18 @@ def _pyproject_tables(path: Path) -> dict[str, dict[str, Any]]:
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: [{'.'.join(PYPROJECT_TABLE)}] must be a table")
     return data
+
+
+def variant_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The built-in variants, a pyproject table of the same name overriding their keys, and
+    the pyproject's other tables."""
+    tables = {name: dict(table) for name, table in BUILTIN_VARIANTS.items()}
+    for name, table in pyproject_tables(path).items():
+        if name in tables and isinstance(table, Mapping):
+            tables[name] |= table
+        else:
+            tables[name] = table
+    return tables
 
 
 def identity(name: str, tables: Mapping[str, Mapping[str, Any]], aliases: Mapping[str, str]) -> str:

@@ -45,8 +45,8 @@ def test_close_is_timed_idempotent_and_final(contract_substrate):
 
 
 def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, request):
-    """One cheap API call is timed; a hosted service (E2B, EC2) reached on this machine is a
-    stand-in, a real docker engine or API server never is."""
+    """One cheap API call is timed; a hosted service (E2B, Daytona, EC2) reached on this machine
+    is a stand-in, a real docker engine or API server never is."""
     plane = contract_substrate.control_plane()
     if contract_substrate.kind == "local":
         assert plane is None
@@ -54,7 +54,9 @@ def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, re
     assert plane.rtt_s is not None and plane.rtt_s > 0
     assert plane.endpoint and "@" not in plane.endpoint
     live = request.node.callspec.params["contract_substrate"].endswith("-live")
-    assert plane.stand_in is (contract_substrate.kind in ("e2b", "ec2") and not live)
+    assert plane.stand_in is (
+        contract_substrate.kind in ("e2b", "daytona", "modal", "ec2") and not live
+    )
 
 
 #: The session's shell is the nearest ancestor run as plain ``sh`` (a step runs as ``sh -c``,

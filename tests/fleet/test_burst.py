@@ -60,16 +60,18 @@ def test_a_docker_burst_starts_all_at_once_and_leaves_nothing(sandbox_image, doc
     entry = four.to_dict()
     assert set(entry) == {
         "concurrency", "cold_start", "ready_all_s", "creates_per_s", "failures", "failure_reasons",
-        "released_at", "cold_start_s",
+        "rate_limited", "released_at", "cold_start_s",
     }  # fmt: skip
+    assert entry["rate_limited"] == 0
     assert entry["cold_start_s"] == four.cold_start_s and entry["released_at"] > 1.7e9  # epoch
     label = f"{SESSION_LABEL}={substrate.session_id}"
     assert docker_client.containers.list(all=True, sparse=True, filters={"label": label}) == []
 
 
-def test_an_e2b_rate_limit_is_a_failure_reason_not_a_crash(e2b_env: StandInE2B):
+def test_an_e2b_rate_limit_is_counted_as_the_limiter_not_a_crash(e2b_env: StandInE2B):
     """One create a second: the SDK waits out each 429 (``Retry-After: 1``) up to its 3
-    retries, so a burst of 6 is slowed down and the last ones fail with the 429's reason."""
+    retries, so a burst of 6 is slowed down and the last ones are refused: rate-limited,
+    with the 429's reason, and the level says it hit the limiter."""
     e2b_env.creates_per_second = 1
     try:
         result = burst.run_level(E2BSubstrate(), 6)
@@ -79,7 +81,8 @@ def test_an_e2b_rate_limit_is_a_failure_reason_not_a_crash(e2b_env: StandInE2B):
     assert len(result.cold_start_s) + result.failures == 6
     assert e2b_env.rate_limited > result.failures
     [reason] = result.failure_reasons
-    assert reason.startswith("SandboxStartError: e2b: rate limit or quota exceeded (HTTP 429)")
+    assert reason.startswith("RateLimited: e2b: rate limit or quota exceeded (HTTP 429)")
+    assert result.rate_limited == result.failures
     assert e2b_env.sandboxes() == []
 
 

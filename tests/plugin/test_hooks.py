@@ -332,7 +332,11 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
                 pass
         """
     )
-    known = "docker, e2b, ec2, k8s, kubernetes, local, local-b, local-broken"
+    known = (
+        "daytona, docker, docker-gvisor, docker-pool, docker-session, docker-snap, e2b, ec2, "
+        "ec2-session, k8s, k8s-claim, k8s-session, kubernetes, local, local-b, local-broken, "
+        "modal"
+    )
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),
         "@pytest.mark.trajectory(substrates=['dokcer']) in test_typo.py::test_a: unknown "

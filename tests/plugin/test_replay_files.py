@@ -461,3 +461,19 @@ def test_the_notes_reach_the_summary_under_xdist(pytester):
         "rollout-tax: skipped 3 file(s) *",
         "rollout-tax: note: 2 trajectory(ies) recorded no action*",
     ])  # fmt: skip
+
+
+def test_a_replay_alone_loads_no_conftest_under_testpaths(pytester):
+    """Decision finding 6: ``--rollout-replay`` with no test paths is only a replay."""
+    shutil.copytree(EXAMPLE_TRAJECTORIES, pytester.path / "example_trajectories")
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    (pytester.path / "tests").mkdir()
+    (pytester.path / "tests" / "conftest.py").write_text("import a_module_nobody_installed\n")
+    (pytester.path / "tests" / "test_other.py").write_text("def test_other():\n    pass\n")
+    result = pytester.runpytest_subprocess("--rollout-replay", "example_trajectories")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    assert "a_module_nobody_installed" not in result.stdout.str() + result.stderr.str()
+    # with test paths given, the replay joins them, as before
+    given = pytester.runpytest_subprocess("--rollout-replay", "example_trajectories", "tests")
+    assert "a_module_nobody_installed" in given.stdout.str() + given.stderr.str()

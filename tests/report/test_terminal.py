@@ -156,7 +156,7 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
     summary = render_summary(report, width=200)
     lines = [line for line in summary if " vs " in line and "spread" not in line]
     assert lines == [
-        f"docker-session vs docker, transport session vs exec: action p50 0.04x, tax-hours "
+        f"docker-session vs docker, transport session vs exec: step overhead 0.04x, tax-hours "
         f"-{saved:,.0f}"
     ]
 
@@ -372,7 +372,7 @@ def test_a_variant_differing_in_two_aspects_is_compared_on_each_and_says_so():
         "creation_failures": 0, "failure_reasons": {},
     }  # fmt: skip
     text = " ".join(line.strip() for line in render_summary(report, width=200))
-    assert "docker-both vs docker, transport session vs exec: action p50 0.04x" in text
+    assert "docker-both vs docker, transport session vs exec: step overhead 0.04x" in text
     assert "(its pool differs too)" in text and "(its transport differs too)" in text
     assert "docker-both vs docker, pool of 2 vs none: cold start p50 250ms (claim) vs 250ms" in text
     assert "idle 4s per rollout" in text

@@ -35,10 +35,17 @@ runtime = "runc"
 [tool.rollout-tax.substrates.docker-gvisor]
 kind = "docker"
 runtime = "runsc"
+platform = "systrap"
+
+[tool.rollout-tax.substrates.docker-ptrace]
+kind = "docker"
+runtime = "runsc"
+platform = "ptrace"
 
 [tool.rollout-tax.substrates.docker-snap]
 kind = "docker"
 runtime = "runsc"
+platform = "systrap"
 snapshot = true
 """
 
@@ -192,6 +199,61 @@ def test_a_snapshot_on_runc_is_a_usage_error(tmp_path):
     assert "Traceback" not in output
 
 
+def test_the_platform_picks_gvisors_runtime_and_every_row_records_release_and_platform(tmp_path):
+    """systrap (gVisor's default) and ptrace in one run, each on the engine's runtime for it,
+    a current release (20240729 or later: Debian bookworm's 20221219 failed coreutils ls)."""
+    suite(tmp_path, "def test_x(sandbox):\n    assert sandbox.exec('ls -l / && stat /etc').ok\n")
+    code, output = run_pytest(
+        tmp_path, "--substrate=docker,docker-gvisor,docker-ptrace", "--rollout-json=r.json"
+    )
+    assert code == 0, output
+    report = json.loads((tmp_path / "r.json").read_text())
+    rows = {r["substrate"]: r for r in report["rollouts"]}
+    assert rows["docker-gvisor"]["runtime_platform"] == "systrap"
+    assert rows["docker-ptrace"]["runtime_platform"] == "ptrace"
+    assert rows["docker-ptrace"]["runtime"] == "runsc-ptrace"
+    for name in ("docker-gvisor", "docker-ptrace"):
+        release = rows[name]["runtime_release"]
+        assert release >= "20240729", release
+        entry = report["substrates"][name]
+        assert entry["runtime_release"] == release
+        assert entry["runtime_platform"] == rows[name]["runtime_platform"]
+    assert "runtime_release" not in rows["docker"] and "runtime_platform" not in rows["docker"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            "--substrate-opt=docker.platform=kvmx",
+            "ERROR: docker.platform='kvmx': expected one of gVisor's platforms: systrap, ptrace",
+        ),
+        (
+            "--substrate-opt=docker.platform=ptrace",
+            "ERROR: docker.platform='ptrace': needs a gVisor runtime (runtime=runsc)",
+        ),
+    ],
+)
+def test_a_bad_platform_is_a_usage_error_in_one_line(tmp_path, options, message):
+    suite(tmp_path, "def test_x(sandbox):\n    pass\n")
+    code, output = run_pytest(tmp_path, "--substrate=docker", options)
+    assert code == 4, output
+    assert [line for line in output.splitlines() if line.startswith(message)], output
+    assert "Traceback" not in output
+
+
+def test_a_platform_the_engine_has_no_runtime_for_names_the_runtimes(sandbox_image):
+    substrate = get_substrate("docker", image=sandbox_image, runtime="runsc", platform="kvm")
+    try:
+        with pytest.raises(ConfigError) as raised:
+            substrate.start()
+        message = str(raised.value)
+        assert message.startswith("docker.platform='kvm': no runtime 'runsc-kvm' in this engine (")
+        assert "runsc-ptrace" in message and "\n" not in message
+    finally:
+        substrate.close()
+
+
 # -- the isolation part ------------------------------------------------------------------------
 
 FORK_HEAVY = """
@@ -223,9 +285,9 @@ def test_gvisor_makes_commands_slower_and_the_excess_is_counted_as_isolation_tax
     assert {r["substrate"]: r["runtime"] for r in report["rollouts"]} == {
         "docker": "runc",
         "docker-runc": "runc",
-        "docker-gvisor": "runsc",
+        "docker-gvisor": "runsc-systrap",
     }
-    assert (gvisor["runtime"], runc["runtime"]) == ("runsc", "runc")
+    assert (gvisor["runtime"], runc["runtime"]) == ("runsc-systrap", "runc")
     info = gvisor["isolation"]
     assert info["reference"] == "docker" and info["tests"] == 1
     assert info["per_step_s"] > 0 and info["command_ratio"] > 1.5

@@ -337,7 +337,7 @@ def test_the_sdk_missing_is_unavailable_with_the_install_hint(
         importlib.import_module("pytest_rollout_tax.substrates.e2b")
 
 
-def test_rate_limits_are_counted_as_a_failure_reason_in_the_summary(
+def test_rate_limits_are_their_own_outcome_never_a_failure(
     e2b_env: StandInE2B, pytester: pytest.Pytester
 ) -> None:
     pytester.makepyfile(test_small=SMALL_WORKLOAD)
@@ -347,13 +347,14 @@ def test_rate_limits_are_counted_as_a_failure_reason_in_the_summary(
         f"--substrate-opt=e2b.metadata={FAULT_KEY}=429",
         "--rollout-json=report.json",
     )
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(skipped=2)
     assert "Traceback" not in result.stdout.str()
-    reasons = json.loads((pytester.path / "report.json").read_text())["substrates"]["e2b"][
-        "failure_reasons"
-    ]
-    [(reason, count)] = reasons.items()
-    assert count == 2 and "rate limit or quota exceeded (HTTP 429)" in reason
+    assert "e2b: 2 rollout(s) rate_limited" in result.stdout.str()
+    report = json.loads((pytester.path / "report.json").read_text())
+    entry = report["substrates"]["e2b"]
+    assert entry["failures"] == 0 and entry["failure_reasons"] == {}
+    assert entry["rate_limited"]["rollouts"] == 2
+    assert {r["outcome"] for r in report["rollouts"]} == {"rate_limited"}
 
 
 def test_the_example_suite_and_the_user_workload_pass_and_the_key_never_shows(

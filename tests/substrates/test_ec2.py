@@ -349,6 +349,16 @@ def test_no_region_is_a_config_error(ec2_aws_env, monkeypatch, ec2_opts):
     assert EC2Substrate(**ec2_opts, region="eu-west-1").region == "eu-west-1"
 
 
+def test_aws_region_is_honoured_before_aws_default_region(ec2_aws_env, monkeypatch, ec2_opts):
+    """Decision finding 11: AWS_REGION, as the AWS SDKs read it (boto3 alone does not)."""
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    assert EC2Substrate(**ec2_opts).region == "us-east-1"
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    assert EC2Substrate(**ec2_opts).region == "us-east-1"
+    assert EC2Substrate(**ec2_opts, region="ap-south-1").region == "ap-south-1"
+
+
 @pytest.fixture
 def role_profile(ec2_aws_env, ec2_proxy, monkeypatch, tmp_path) -> str:
     """An assume-role profile whose credentials come from STS (moto, through the proxy) only

@@ -1,16 +1,17 @@
+import sys
 import textwrap
 
 import pytest
 
 from pytest_rollout_tax import Substrate, SubstrateUnavailable, get_substrate
-from pytest_rollout_tax.errors import ConfigError
+from pytest_rollout_tax.errors import ConfigError, ExtraMissing
 from pytest_rollout_tax.substrates.local import LocalSubstrate
 from pytest_rollout_tax.substrates.registry import Registry
 
 
 def test_builtins_register_through_the_hook():
     registry = Registry.discover()
-    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2"} <= set(registry.names())
+    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2", "modal"} <= set(registry.names())
     assert registry.load("local") is LocalSubstrate
 
 
@@ -65,3 +66,28 @@ def test_installed_packages_add_substrates_through_the_entry_point(tmp_path, mon
     assert type(substrate).__name__ == "FakeSubstrate"
     with substrate.start() as sandbox:
         assert sandbox.exec("echo plugged").stdout == "plugged\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "extra", "hidden"),
+    [
+        ("docker-session", "docker", "docker", "docker"),
+        ("k8s", "k8s", "k8s", "yaml"),
+        ("e2b", "e2b", "e2b", "httpx"),
+        ("ec2-session", "ec2", "aws", "boto3"),
+        ("daytona", "daytona", "daytona", "daytona"),
+        ("modal", "modal", "modal", "modal"),
+    ],
+)
+def test_a_missing_extra_reads_one_way_naming_the_variant(monkeypatch, name, kind, extra, hidden):
+    """Finding 14: one message shape for every substrate whose extra is not installed."""
+    for module in [m for m in sys.modules if m == hidden or m.startswith(f"{hidden}.")]:
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, hidden, None)
+    for module in [m for m in sys.modules if m.startswith("pytest_rollout_tax.substrates.")]:
+        monkeypatch.delitem(sys.modules, module)
+    with pytest.raises(ExtraMissing) as caught:
+        Registry.discover().create(name, kind)
+    assert str(caught.value) == (
+        f"{name} needs the [{extra}] extra: pip install 'pytest-rollout-tax[{extra}]'"
+    )

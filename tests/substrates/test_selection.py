@@ -2,15 +2,18 @@ import pytest
 
 from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.substrates.selection import (
+    BUILTIN_VARIANTS,
     Catalog,
     SubstrateSpec,
     parse_substrate_opt,
     pyproject_tables,
     resolve,
     split_names,
+    variant_tables,
 )
 
 KNOWN = ["local", "docker"]
+BUILTINS = ["local", "docker", "k8s", "e2b", "ec2"]
 
 
 def test_names_are_split_on_commas_and_deduplicated():
@@ -63,16 +66,15 @@ def test_unknown_kind_and_unknown_opt_target_are_errors():
 def test_pyproject_tables_are_read(tmp_path):
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.rollout-tax.substrates.docker]\nimage = "x"\n')
-    builtin = {"k8s-claim": {"kind": "k8s", "api": "claim"}}
-    assert pyproject_tables(path) == {**builtin, "docker": {"image": "x"}}
-    assert pyproject_tables(tmp_path / "missing.toml") == builtin
+    assert pyproject_tables(path) == {"docker": {"image": "x"}}
+    assert pyproject_tables(tmp_path / "missing.toml") == {}
 
 
 def test_the_builtin_k8s_claim_variant_resolves_and_a_table_of_its_name_adds_to_it(tmp_path):
     path = tmp_path / "pyproject.toml"
     path.write_text("[tool.rollout-tax.substrates.k8s-claim]\nwarm_pool = 4\n")
-    tables = pyproject_tables(path)
-    [spec] = resolve(["k8s-claim"], ["k8s-claim.namespace=rl"], tables, ["k8s", "local"])
+    tables = variant_tables(path)
+    [spec] = resolve(["k8s-claim"], ["k8s-claim.namespace=rl"], tables, BUILTINS)
     assert (spec.name, spec.kind) == ("k8s-claim", "k8s")
     assert spec.options == {"api": "claim", "warm_pool": 4, "namespace": "rl"}
 
@@ -116,3 +118,25 @@ def test_the_catalog_knows_registry_names_variants_and_aliases():
     assert catalog.names == ["k8s", "kubernetes", "local", "local-b"]
     assert catalog.same("kubernetes", "k8s") and catalog.same("local", "local")
     assert not catalog.same("local", "local-b") and not catalog.same("k8s", "local")
+
+
+def test_the_built_in_variants_work_by_name(tmp_path):
+    tables = variant_tables(tmp_path / "pyproject.toml")
+    specs = resolve(["docker-session", "docker-snap"], [], tables, BUILTINS)
+    assert [(s.name, s.kind, s.options) for s in specs] == [
+        ("docker-session", "docker", {"transport": "session"}),
+        ("docker-snap", "docker", {"runtime": "runsc", "platform": "systrap", "snapshot": True}),
+    ]
+    assert set(BUILTIN_VARIANTS) == {
+        "docker-session", "docker-pool", "docker-gvisor", "docker-snap", "k8s-session",
+        "ec2-session", "k8s-claim",
+    }  # fmt: skip
+
+
+def test_a_users_block_overrides_a_built_in_variants_keys(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.rollout-tax.substrates.docker-gvisor]\nkind = "docker"\nruntime = "runsc-old"\n'
+    )
+    tables = variant_tables(tmp_path / "pyproject.toml")
+    (spec,) = resolve(["docker-gvisor"], [], tables, BUILTINS)
+    assert spec.options == {"runtime": "runsc-old", "platform": "systrap"}

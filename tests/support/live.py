@@ -39,6 +39,25 @@ def e2b_options() -> dict[str, object] | str:
     return {"template": os.environ.get("E2B_LIVE_TEMPLATE", "base"), "timeout": 120}
 
 
+def daytona_options() -> dict[str, object] | str:
+    """Options for the real Daytona service, or why there are none."""
+    if not os.environ.get("DAYTONA_API_KEY", "").strip():
+        return "DAYTONA_API_KEY is not set: the live Daytona tests need a real account's API key"
+    snapshot = os.environ.get("DAYTONA_LIVE_SNAPSHOT")
+    return {"snapshot": snapshot} if snapshot else {}
+
+
+def modal_options() -> dict[str, object] | str:
+    """Options for the real Modal service, or why there are none."""
+    missing = [v for v in ("MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET") if not os.environ.get(v)]
+    if missing:
+        return f"{' and '.join(missing)} not set: the live Modal tests need a real account's token"
+    return {
+        "image": os.environ.get("MODAL_LIVE_IMAGE", "python:3.12-slim-bookworm"),
+        "timeout": 120,
+    }
+
+
 def ec2_options() -> dict[str, str] | str:
     """Options for real EC2 (AMI, key pair, SSH key from the environment), or why not."""
     missing = [name for name in EC2_REQUIRED if not os.environ.get(name)]

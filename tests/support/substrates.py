@@ -1,8 +1,8 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b`` and ``ec2`` drive the official SDKs against
-the stand-ins of this package (their timings are not the services'); the ``-live`` variants
-run against the real services when their credentials are set.
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal`` and ``ec2`` drive the
+official SDKs against the stand-ins of this package (their timings are not the services'); the
+``-live`` variants run against the real services when their credentials are set.
 """
 
 from __future__ import annotations
@@ -19,14 +19,17 @@ from pytest_rollout_tax.core.substrate import Substrate
 from . import live
 from .ec2_moto import stand_in_options, substrate_opt_args, use_dummy_aws
 
-#: Prints the pid of a session's shell from a step: the parent of the step's ``timeout``
-#: wrapper (every session step but the no-op has one, ``0`` without a limit).
+#: Prints the pid of a session's shell from a step: the parent of the step's helper
+#: (``rtx-step``), or of its ``timeout`` wrapper where the shell's relay runs the step.
 SESSION_SHELL_PID = (
-    "p=$$; until [ \"$(cat /proc/$p/comm)\" = timeout ]; do p=$(cut -d' ' -f4 /proc/$p/stat); "
-    "done; cut -d' ' -f4 /proc/$p/stat"
+    'p=$$; until [ "$(cat /proc/$p/comm)" = timeout ] || [ "$(cat /proc/$p/comm)" = rtx-step ]; '
+    "do p=$(cut -d' ' -f4 /proc/$p/stat); done; cut -d' ' -f4 /proc/$p/stat"
 )
-#: Every substrate x transport the stand-ins offer (E2B has its SDK's transport only), docker
-#: under gVisor (``-runsc``) and k8s's agent-sandbox claims (``k8s-claim``) on both transports.
+#: The platform the ``-runsc`` variants run gVisor on: its default, as hosted providers run it.
+GVISOR_PLATFORM = "systrap"
+#: Every substrate x transport the stand-ins offer (E2B and Modal have their SDK's transport
+#: only: Modal offers no held shell), docker under gVisor (``-runsc``) and k8s's agent-sandbox
+#: claims (``k8s-claim``) on both transports.
 STAND_INS = (
     "local",
     "local-session",
@@ -39,19 +42,25 @@ STAND_INS = (
     "k8s-claim",
     "k8s-claim-session",
     "e2b",
+    "daytona",
+    "daytona-session",
+    "modal",
     "ec2",
     "ec2-session",
 )
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
     "e2b-live": live.e2b_options,
+    "daytona-live": live.daytona_options,
+    "modal-live": live.modal_options,
     "ec2-live": live.ec2_options,
 }
 
 
-#: What Debian bookworm's gVisor (runsc 20221219) does differently, found by this suite: the
-#: cases that fail on its variants, by test function name (strict xfails: a fixed runsc or
-#: a transport that works around it turns them into failures to remove from here).
+#: What gVisor (runsc 20240729, as scripts/ensure-docker installs it) does differently, found
+#: by this suite: the cases that fail on its variants, by test function name (strict xfails: a
+#: fixed runsc or a transport that works around it turns them into failures to remove from
+#: here). Each is named in docs/substrates/isolation.md with the gVisor issue that tracks it.
 EXEC_ONLY = "exec transport: "
 RUNSC_GAPS = {
     # runsc starts the command in a cwd that is a regular file instead of failing
@@ -66,18 +75,33 @@ RUNSC_GAPS = {
     "test_reading_anything_but_a_regular_file_is_one_error_that_never_blocks[fifo]": (
         f"{EXEC_ONLY}a FIFO made inside gVisor is not on the disk docker's archive API reads"
     ),
-    # statx(AT_NO_AUTOMOUNT) is EINVAL there, so coreutils' ls and stat fail
-    "test_the_example_suite_and_the_readme_workload_pass": (
-        "runsc 20221219 rejects statx(AT_NO_AUTOMOUNT): coreutils ls fails"
+}
+
+
+#: What Daytona's toolbox API does differently, by test function name (strict xfails).
+DAYTONA_GAPS = {
+    # process.exec and session commands answer with the whole output in one JSON body once
+    # the command has ended: a flood is buffered by the toolbox, and the call outlasts the
+    # deadline by the time it takes to carry it
+    "test_a_step_timeout_holds_while_its_output_floods": (
+        "Daytona's toolbox returns a step's whole output in one body after it ends"
+    ),
+    # the stand-in runs each session command in a docker exec of its own, so there is no
+    # held shell for a step to kill (the real service's session is one)
+    "test_a_session_whose_shell_dies_fails_that_step_and_every_later_one_in_one_line": (
+        "the daytona stand-in holds no shell per session: a step cannot kill it"
     ),
 }
 
 
 def runsc_gap(item: pytest.Item) -> None:
-    """Mark ``item`` a strict xfail when it is a known gap of a runsc variant."""
+    """Mark ``item`` a strict xfail when it is a known gap of a runsc (or daytona) variant."""
     callspec = getattr(item, "callspec", None)
     params = [p for p in (callspec.params.values() if callspec else ()) if isinstance(p, str)]
     name = getattr(item, "originalname", "")
+    if name in DAYTONA_GAPS and any(p.split("-")[0] == "daytona" for p in params):
+        item.add_marker(pytest.mark.xfail(reason=DAYTONA_GAPS[name], strict=True))
+        return
     others = [p for p in params if "-runsc" not in p]
     reason = RUNSC_GAPS.get(name) or RUNSC_GAPS.get(f"{name}[{'-'.join(others)}]")
     exec_only = reason is not None and reason.startswith(EXEC_ONLY)
@@ -100,7 +124,7 @@ def _split(name: str) -> tuple[str, dict[str, str]]:
     if "session" in parts:
         options["transport"] = "session"
     if "runsc" in parts:
-        options["runtime"] = "runsc"
+        options |= {"runtime": "runsc", "platform": GVISOR_PLATFORM}
     if "claim" in parts:  # the built-in variant k8s-claim, with a warm pool of 1
         kind, options["warm_pool"] = "k8s-claim", "1"
     return kind, options
@@ -133,6 +157,10 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         args.append(f"--substrate-opt=k8s-claim.kubeconfig={kubeconfig}")
     elif name == "e2b":
         request.getfixturevalue("e2b_env")
+    elif name == "daytona":
+        request.getfixturevalue("daytona_env")
+    elif name == "modal":
+        request.getfixturevalue("modal_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -181,7 +209,7 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
 
         runtime = {}
         if "runsc" in variant:
-            runtime = {"runtime": fixture("runsc_runtime")}
+            runtime = {"runtime": fixture("runsc_runtime"), "platform": GVISOR_PLATFORM}
         return DockerSubstrate(image=fixture("sandbox_image"), **session, **runtime)
     if name in ("k8s", "k8s-live"):
         from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
@@ -199,6 +227,27 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("e2b_server").env().items():
             monkeypatch.setenv(variable, value)
         return E2BSubstrate()
+    if name in ("daytona", "daytona-live"):
+        from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
+
+        if name == "daytona-live":
+            return DaytonaSubstrate(**live.daytona_options())
+        for variable in ("DAYTONA_TARGET", "DAYTONA_JWT_TOKEN", "DAYTONA_ORGANIZATION_ID"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("daytona_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return DaytonaSubstrate(**session)
+
+    if name in ("modal", "modal-live"):
+        from pytest_rollout_tax.substrates.modal import ModalSubstrate
+
+        if name == "modal-live":
+            return ModalSubstrate(**live.modal_options())
+        for variable in ("MODAL_PROFILE", "MODAL_ENVIRONMENT", "MODAL_CONFIG_PATH"):
+            monkeypatch.delenv(variable, raising=False)
+        for variable, value in fixture("modal_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return ModalSubstrate()
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 

@@ -9,17 +9,15 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from ...errors import SandboxError, SubstrateUnavailable
+from ...errors import ExtraMissing, SandboxError, SubstrateUnavailable
 
 try:
     import docker
     import docker.errors as docker_errors
     import docker.utils.socket as docker_socket  # noqa: F401 - for exec.py
     import requests.exceptions
-except ImportError as exc:  # pragma: no cover - exercised only without the extra installed
-    raise SubstrateUnavailable(
-        f"docker: the docker SDK is not installed ({exc}); pip install 'pytest-rollout-tax[docker]'"
-    ) from None
+except ImportError:  # pragma: no cover - exercised by a test that hides the extra
+    raise ExtraMissing("docker", "docker") from None
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 #: The SDK's base URL for a unix socket.

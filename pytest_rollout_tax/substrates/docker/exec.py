@@ -47,8 +47,8 @@ class DockerExec(Transport):
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        # A timed step runs under `timeout`, and the client waits a while longer (the
-        # backstop). The no-op is not wrapped: its deadline is the client's alone.
+        # A timed step runs under `timeout` (the no-op probe too: it costs what a step
+        # costs), and the client waits a while longer (the backstop).
         handle = self._handle
         command = timeout_wrapped(argv, timeout)
         wrapped = command != argv
@@ -69,7 +69,7 @@ class DockerExec(Transport):
                     fate = f"{backstop - timeout:.0f} s later it still ran; {fate}"
                 raise step_timeout(handle.substrate, timeout, fate) from None
             code = exit_code(handle.api, exec_id)
-        if was_timed_out(argv, timeout, code, time.perf_counter() - started):
+        if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(handle.substrate, timeout)
         if code == 126 and not stderr.size and (failed := not_started(stdout.data)) is not None:
             # The runtime could not start the command (not found, no such cwd, not executable).

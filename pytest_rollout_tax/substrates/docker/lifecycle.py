@@ -18,7 +18,7 @@ from typing import Any
 from ...core.record import PhaseClock
 from ...core.sandbox import Sandbox
 from ...core.shell import ShellTransport
-from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Prepare, Substrate, process_alive
 from ...core.transport import Transport
 from ...errors import (
     ConfigError,
@@ -28,7 +28,7 @@ from ...errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from . import snapshot
+from . import gvisor, snapshot, spawner
 from .engine import (
     DEFAULT_HOST,
     ENGINE_ERRORS,
@@ -55,8 +55,9 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # not allowed in a container name
 #: How to register gVisor in an engine this project did not start.
 REGISTER_RUNSC = (
     "scripts/ensure-docker registers it in the engine it starts; elsewhere add "
-    '"runtimes": {"runsc": {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none"]}} '
-    "to the engine's daemon.json (apt-get install runsc) and restart it"
+    '"runtimes": {"runsc": {"path": "/usr/local/lib/rollout-tax/gvisor/runsc", "runtimeArgs": '
+    '["--network=none", "--overlay2=none", "--file-access=shared"]}} to the engine\'s daemon.json '
+    "(a runsc of release 20240729 or later, e.g. Debian trixie's runsc package) and restart it"
 )
 
 
@@ -77,6 +78,8 @@ class DockerSubstrate(Substrate):
         self._file_owner = FileOwner(self.options.user, self.name)
         self._pull_needed = False
         self._data_root = ""
+        #: Set while this thread starts and prepares a snapshot's template.
+        self._template = threading.local()
         self.client = connect(self.name)
         self.api = self.client.api
         self._host_config = self.api.create_host_config(
@@ -95,11 +98,25 @@ class DockerSubstrate(Substrate):
         if self._pull_needed:
             self._pull()
             clock.mark("pull", cold_start=False)
-        return self._launch(labels, clock, self.options.image, self.api.start, "start")
+        entrypoint = spawner.ENTRYPOINT if self._in_template else KEEPALIVE
+        return self._launch(labels, clock, self.options.image, self.api.start, "start", entrypoint)
 
     @property
     def snapshots(self) -> bool:
         return self.options.snapshot
+
+    def _snapshot_of(self, prepare: Prepare, timeout: float | None, clock: PhaseClock) -> Any:
+        """The template of a snapshot runs its prepare as children of the container's init
+        (:mod:`.spawner`): gVisor restores no process that ``docker exec`` started."""
+        self._template.active = True
+        try:
+            return super()._snapshot_of(prepare, timeout, clock)
+        finally:
+            self._template.active = False
+
+    @property
+    def _in_template(self) -> bool:
+        return getattr(self._template, "active", False)
 
     def _checkpoint(self, sandbox: Sandbox) -> snapshot.Snapshot:
         return snapshot.checkpoint(self.api, sandbox, self._data_root)
@@ -110,7 +127,7 @@ class DockerSubstrate(Substrate):
         def restore(container_id: str) -> None:
             snapshot.restore(self.api, prepared, container_id, self._data_root)
 
-        return self._launch(labels, clock, prepared.image_id, restore, "restore")
+        return self._launch(labels, clock, prepared.image_id, restore, "restore", KEEPALIVE)
 
     def _launch(
         self,
@@ -119,6 +136,7 @@ class DockerSubstrate(Substrate):
         image: str,
         start: Any,
         phase: str,
+        entrypoint: list[str],
     ) -> DockerHandle:
         """Create a container of ``image`` (phase ``create``) and ``start`` it (``phase``)."""
         # Unique to this rollout: a container whose create response was lost is removed by it.
@@ -127,7 +145,7 @@ class DockerSubstrate(Substrate):
         try:
             container_id = self.api.create_container(
                 image,
-                entrypoint=KEEPALIVE,
+                entrypoint=entrypoint,
                 working_dir=self.options.workdir,
                 user=self.options.user,
                 environment=self.options.env or None,
@@ -157,6 +175,8 @@ class DockerSubstrate(Substrate):
         )
 
     def _transport(self, handle: DockerHandle) -> Transport:
+        if self._in_template:
+            return spawner.SpawnerExec(handle)
         if self.options.transport == "session":
             return ShellTransport(lambda: DockerShell(handle), substrate=self.name)
         return DockerExec(handle)
@@ -243,7 +263,10 @@ class DockerSubstrate(Substrate):
         it), snapshots have what they need, and the engine has the CPUs asked for."""
         options = self.options
         info = self.api.info()
-        self.runtime = engine_runtime(self.name, options, info)
+        runtime = engine_runtime(self.name, options, info)
+        self.runtime, self.runtime_release = runtime.name, runtime.release
+        self.runtime_platform = runtime.platform
+        self._host_config["Runtime"] = runtime.name
         self._data_root = info.get("DockerRootDir") or ""
         ncpu = info.get("NCPU") or 0
         if options.cpus is not None and ncpu and options.cpus > ncpu:
@@ -334,14 +357,21 @@ class DockerSubstrate(Substrate):
         return pid != os.getpid() and process_alive(pid)
 
 
-def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> str:
-    """The runtime ``options`` run under on the engine ``info`` describes, checked: registered
-    (a missing ``runsc`` is RuntimeMissing, saying how to register it), with the network it
-    needs, and able to take snapshots if they are asked for."""
+def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> gvisor.Runtime:
+    """The runtime ``options`` run under on the engine ``info`` describes (for gVisor, the one
+    of its platform), checked: registered (a missing ``runsc`` is RuntimeMissing, saying how to
+    register it), with the network it needs, and able to take snapshots if they are asked for."""
     registered = info.get("Runtimes") or {}
-    runtime = options.runtime or info.get("DefaultRuntime") or "runc"
+    asked = options.runtime or info.get("DefaultRuntime") or "runc"
+    runtime = gvisor.pick(asked, options.platform, registered)
     if runtime not in registered:
         names = ", ".join(sorted(registered)) or "none"
+        if runtime != asked:
+            raise ConfigError(
+                f"{name}.platform={options.platform!r}: no runtime {runtime!r} in this engine "
+                f"({names}), and {asked} runs another platform; scripts/ensure-docker registers "
+                "runsc-systrap and runsc-ptrace"
+            )
         message = f"{name}.runtime={runtime!r}: not registered in this engine ({names})"
         if runtime == "runsc":
             raise RuntimeMissing(f"{message}; {REGISTER_RUNSC}")
@@ -354,7 +384,7 @@ def engine_runtime(name: str, options: DockerOptions, info: dict[str, Any]) -> s
         )
     if options.snapshot:
         snapshot.check_engine(name, info)
-    return runtime
+    return gvisor.describe(runtime, registered[runtime])
 
 
 def current_user() -> str:

@@ -7,8 +7,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...core.limits import LIMITS
 from ...core.substrate import SubstrateOptions
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
+from .gvisor import PLATFORMS, is_gvisor
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
@@ -30,6 +32,10 @@ class DockerOptions(SubstrateOptions):
     pids_limit: int | None = None
     #: OCI runtime, e.g. ``runsc`` for gVisor (registered in the engine); None: its default.
     runtime: str | None = None
+    #: gVisor's platform (``systrap``, ``ptrace``, ``kvm``) with a gVisor runtime: picks the
+    #: engine's ``runsc-<platform>`` runtime (or ``runsc`` when it runs that platform);
+    #: None: the runtime as registered.
+    platform: str | None = None
     #: Restore each rollout's prepared sandbox (marker ``prepare=``) from a gVisor checkpoint.
     snapshot: bool = False
     #: The sandbox's working directory; relative paths in steps resolve against it.
@@ -54,15 +60,23 @@ class DockerOptions(SubstrateOptions):
             raise bad("image", "expected an image reference, e.g. rollout-tax/sandbox:bookworm")
         if not _NAME.match(self.network.removeprefix("container:")):
             raise bad("network", "expected none, bridge, host or a docker network name")
-        if self.cpus is not None and not self.cpus > 0:
-            raise bad("cpus", "expected a number of CPUs > 0, e.g. 1.5")
+        if self.cpus is not None and not 0.01 <= self.cpus <= LIMITS["docker.cpus"].high:
+            # below 0.01, docker's NanoCPUs round to 0: no limit at all, silently
+            raise bad("cpus", f"expected {LIMITS['docker.cpus'].text()}, e.g. 1.5")
+        bound = LIMITS["docker.pids_limit"]
+        if self.pids_limit is not None and self.pids_limit > bound.high:
+            raise bad("pids_limit", f"expected {bound.text()} (-1: no limit)")
         if self.memory is not None:
             memory_bytes(self.memory)
         if self.pids_limit is not None and self.pids_limit < 1 and self.pids_limit != -1:
             raise bad("pids_limit", "expected a positive number of processes, or -1 for no limit")
         if self.runtime is not None and not _NAME.match(self.runtime):
             raise bad("runtime", "expected the name of an OCI runtime, e.g. runsc")
-        if self.snapshot and self.runtime != "runsc":
+        if self.platform is not None and self.platform not in PLATFORMS:
+            raise bad("platform", f"expected one of gVisor's platforms: {', '.join(PLATFORMS)}")
+        if self.platform is not None and not is_gvisor(self.runtime):
+            raise bad("platform", "needs a gVisor runtime (runtime=runsc)")
+        if self.snapshot and not is_gvisor(self.runtime):
             raise bad("snapshot", "needs runtime=runsc (gVisor's checkpoints; runc's need CRIU)")
         if not posixpath.isabs(self.workdir):
             raise bad("workdir", "expected an absolute path, e.g. /workspace")

@@ -8,16 +8,13 @@ step, files over SFTP) and ``session`` (:mod:`.shell`, one channel running ``sh`
 
 from __future__ import annotations
 
-from ...errors import SubstrateUnavailable
+from ...errors import ExtraMissing
 
 try:
     import boto3  # noqa: F401 - checked here, used by the modules below
     import paramiko  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise SubstrateUnavailable(
-        f"substrate 'ec2' needs boto3 and paramiko ({exc.name} is not installed): "
-        "pip install 'pytest-rollout-tax[aws]'"
-    ) from None
+except ImportError:  # pragma: no cover - exercised by a test that hides the extra
+    raise ExtraMissing("ec2", "aws") from None
 
 from .errors import SSHChannelError, SSHError
 from .lifecycle import EC2Handle, EC2Substrate

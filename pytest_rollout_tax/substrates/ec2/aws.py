@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,6 +61,9 @@ _UNREACHABLE = (
 #: Everything boto3 raises for a failed call.
 FAILURES = (aws_errors.ClientError, aws_errors.BotoCoreError, *_UNREACHABLE)
 _loader: botocore.loaders.Loader | None = None
+#: The region variable the AWS SDKs read before AWS_DEFAULT_REGION and the profile (boto3
+#: reads only the latter two).
+REGION_VARIABLE = "AWS_REGION"
 
 
 class EC2Api:
@@ -72,7 +76,7 @@ class EC2Api:
             session = boto3.Session(
                 botocore_session=_botocore_session(),
                 profile_name=options.profile,
-                region_name=options.region,
+                region_name=options.region or os.environ.get(REGION_VARIABLE) or None,
             )
         except aws_errors.ProfileNotFound:
             raise ConfigError(f"{name}.profile={options.profile}: no such AWS profile") from None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...errors import SubstrateUnavailable
+from ...errors import ExtraMissing, SubstrateUnavailable
 
 try:
     import certifi
@@ -21,11 +21,8 @@ try:
         WebSocketException,
         WebSocketTimeoutException,
     )
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise SubstrateUnavailable(
-        f"k8s: the kubernetes client is not installed ({exc.name} is missing); "
-        "pip install 'pytest-rollout-tax[k8s]'"
-    ) from None
+except ImportError:  # pragma: no cover - exercised by a test that hides the extra
+    raise ExtraMissing("k8s", "k8s") from None
 if not hasattr(k8s_client.ApiClient, "param_serialize"):  # pragma: no cover
     # Clients before 37 were generated differently (ApiClient.call_api took other arguments).
     raise SubstrateUnavailable(

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from ...core.contract import READ_SCRIPT, WRITE_SCRIPT, file_error_for
 from ...core.sandbox import Handle
 from ...core.transport import (
-    NOOP,
     RawResult,
     Transport,
     one_line,
@@ -58,8 +57,7 @@ class PodExec(Transport):
         command = argv
         if env or cwd != self._handle.workdir:
             command = ["sh", "-c", shell_line(argv, env=env, cwd=cwd)]
-        if tuple(argv) != NOOP:  # the action tax is measured without the wrapper
-            command = timeout_wrapped(command, timeout)
+        command = timeout_wrapped(command, timeout)  # the no-op probe's too: it is the tax
         deadline = None if timeout is None else time.perf_counter() + timeout + self._grace
         started = time.perf_counter()
         try:
@@ -74,7 +72,7 @@ class PodExec(Transport):
         except exec_ws.Deadline:
             fate = f"{self._grace:g} s later its exit status had not arrived"
             raise step_timeout(self._substrate, timeout, fate) from None
-        if was_timed_out(argv, timeout, result.exit_code, time.perf_counter() - started):
+        if was_timed_out(timeout, result.exit_code, time.perf_counter() - started):
             raise step_timeout(self._substrate, timeout)
         return result
 
