@@ -52,6 +52,12 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class SandboxUnbound(SandboxStartError):
+    """A request for a sandbox the service's controller never bound to one within its timeout
+    (an agent-sandbox claim left unbound): the rollout's outcome is ``unbound``, its reason the
+    controller's conditions."""
+
+
 class RateLimited(SandboxStartError):
     """A create the provider's rate limiter or quota refused (HTTP 429, RESOURCE_EXHAUSTED):
     recorded as the outcome ``rate_limited`` with the provider's message, never as a sandbox

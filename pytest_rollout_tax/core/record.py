@@ -11,9 +11,11 @@ from ..errors import REASON_LIMIT, redact
 
 StepKind = Literal["exec", "write_file", "read_file"]
 
-#: Of the outcomes (passed, failed, error: the sandbox never became ready, skipped, and
-#: interrupted: the session was stopped while it ran), those that count as failures.
-FAILED_OUTCOMES = ("failed", "error")
+#: A rollout whose sandbox request the service's controller never bound within its timeout.
+UNBOUND = "unbound"
+#: Of the outcomes (passed, failed, error: the sandbox never became ready, unbound, skipped,
+#: and interrupted: the session was stopped while it ran), those that count as failures.
+FAILED_OUTCOMES = ("failed", "error", UNBOUND)
 #: The per-step columns every rollout's ``steps`` object has in the report, in order
 #: (``kind`` comes with its legend, ``kinds``).
 REQUIRED_STEP_COLUMNS = ("kind", "wall_us", "exit_code")

@@ -27,6 +27,7 @@ from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
 from .limits import LIMITS
 from .options import parse_options
+from .pool_stats import PoolStats
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport, without_userinfo
@@ -275,6 +276,11 @@ class Substrate(ABC):
             self.hosted and is_loopback(endpoint),
             self.connection,
         )
+
+    def close_own_pool(self) -> PoolStats | None:
+        """End the warm pool the substrate's service keeps for its sandboxes (k8s claim mode's
+        SandboxWarmPool); what it did, in a ``pool=K`` warm pool's figures, or None (none)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - most substrates hold nothing to release
         """Release the client connection."""

@@ -101,12 +101,17 @@ class Substrates:
         return self._warm[name]
 
     def close_pools(self) -> dict[str, PoolStats]:
-        """Destroy every unclaimed pooled sandbox; what each pool did, by substrate name."""
+        """Destroy every unclaimed pooled sandbox, ``pool=K``'s and the pools the substrates'
+        services keep (k8s claim mode's); what each pool did, by substrate name."""
         stats = {}
         for name, warm in self._warm.items():
             warm.close()
             stats[name] = warm.stats
         self._warm.clear()
+        for name, substrate in self._substrates.items():
+            if (own := substrate.close_own_pool()) is not None:
+                found = [stats[name].to_record()] if name in stats else []
+                stats[name] = PoolStats.merge([*found, own.to_record()])
         return stats
 
     def reap_session(self, names: list[str] | None = None) -> int:

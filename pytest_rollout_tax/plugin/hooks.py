@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..core.record import Rollout
+from ..core.record import UNBOUND, Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
 from ..errors import CredentialsMissing, RateLimited, RolloutTaxError
@@ -34,6 +34,7 @@ from .rollouts import (
     rollout_key,
     skip_or_fail,
     slot,
+    start_failed,
     target_of,
 )
 from .session import RolloutTaxSession
@@ -259,7 +260,7 @@ class RolloutTaxPlugin:
                 rollout.outcome, rollout.error = RATE_LIMITED, error.provider_message or None
                 pytest.skip(str(error).splitlines()[0])
             else:
-                rollout.fail(failure_reason(error))
+                start_failed(rollout, error)
             skip_or_fail(error)
         try:
             yield sandbox
@@ -299,10 +300,8 @@ class RolloutTaxPlugin:
             return
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
-        limited = rollout.outcome == RATE_LIMITED  # its own outcome, whatever pytest calls it
-        if not limited and (
-            report.when == "call" or (report.when == "setup" and not report.passed)
-        ):
+        own = rollout.outcome in (RATE_LIMITED, UNBOUND)  # whatever pytest calls it
+        if not own and (report.when == "call" or (report.when == "setup" and not report.passed)):
             rollout.outcome = (
                 "error" if report.when == "setup" and report.failed else report.outcome
             )

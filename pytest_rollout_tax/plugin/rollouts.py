@@ -7,9 +7,9 @@ from typing import NoReturn
 
 import pytest
 
-from ..core.record import Rollout, rollout_param, workload_of
+from ..core.record import UNBOUND, Rollout, rollout_param, workload_of
 from ..core.sandbox import Sandbox
-from ..errors import CredentialsMissing, RolloutTaxError, reason_of
+from ..errors import CredentialsMissing, RolloutTaxError, SandboxUnbound, reason_of
 from .marker import Trajectory
 from .order import Slot
 
@@ -61,6 +61,14 @@ def skip_or_fail(error: RolloutTaxError) -> NoReturn:
     if isinstance(error, CredentialsMissing):
         pytest.skip(str(error))
     pytest.fail(str(error), pytrace=False)
+
+
+def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:
+    """Record why ``rollout``'s sandbox did not start; a sandbox its service's controller
+    never bound makes the outcome ``unbound`` (a failure, kept whatever pytest calls it)."""
+    rollout.fail(failure_reason(error))
+    if isinstance(error, SandboxUnbound):
+        rollout.outcome = UNBOUND
 
 
 def failure_reason(exc: BaseException) -> str:

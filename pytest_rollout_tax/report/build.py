@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
+from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, UNBOUND, Rollout
 from ..core.stats import Stats
 from ..fleet import burst
 from ..fleet.pool import PoolStats, entry_idle_per_claim
@@ -84,6 +84,8 @@ def summarize_substrate(
             scale, cold, action, step, teardown, idle_s=idle_s, command_s=command_s
         ),
     }
+    if unbound := sum(r["outcome"] == UNBOUND for r in records):  # optional: k8s claims
+        entry["unbound"] = unbound
     if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
         entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
         for key in ("runtime_release", "runtime_platform"):  # gVisor's release and platform

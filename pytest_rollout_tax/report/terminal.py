@@ -96,7 +96,8 @@ def success_line(name: str, entry: dict) -> str | None:
         return None
     reasons = "; ".join(f"{n}x {why}" for why, n in entry["failure_reasons"].items())
     success = 1 - entry["failures"] / entry["rollouts"]
-    return f"{name}: {success:.0%} of rollouts succeeded; failures: {reasons}"
+    unbound = f" ({entry['unbound']} unbound)" if entry.get("unbound") else ""
+    return f"{name}: {success:.0%} of rollouts succeeded{unbound}; failures: {reasons}"
 
 
 def wrap(note: str, width: int) -> list[str]:
@@ -123,7 +124,9 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
         ]
         lines.append(f"{name} cold start by launch type: {'; '.join(parts)}")
     pool = entry.get("pool")
-    if pool:
+    if pool and not pool.get("made_by_tool", True):
+        lines.append(users_pool_line(name, pool))
+    elif pool:
         claims = pool["hits"] + pool["misses"]
         created = pool["creations"]
         line = (
@@ -153,6 +156,15 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
             f"{seconds(fleet['cold_start_s'])} from {fleet['cold_start_from']})"
         )
     return lines
+
+
+def users_pool_line(name: str, pool: dict) -> str:
+    """A pool the tool did not make (the user's SandboxWarmPool): its idle time is not counted."""
+    return (
+        f"{name} warm pool of {pool['size']} is the user's, not made by the tool: its idle time "
+        f"is not counted, in the summary or the projection ({pool['hits']}/"
+        f"{pool['hits'] + pool['misses']} claims found a sandbox ready)"
+    )
 
 
 def burst_line(name: str, levels: list[dict]) -> str:

@@ -98,8 +98,12 @@ def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
     line = (
         f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
         f"{seconds(entry['cold_start']['p50'])} ({'claim' if size else 'create'}) vs "
-        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}), idle "
-        f"{seconds(entry_idle_per_claim(entry))} per rollout"
+        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}), "
+        + (
+            f"idle {seconds(entry_idle_per_claim(entry))} per rollout"
+            if (entry.get("pool") or {}).get("made_by_tool", True)
+            else "idle not counted (the user's pool)"
+        )
     )
     if entry.get("worker_hours") is not None and base.get("worker_hours") is not None:
         line += f", worker-hours {entry['worker_hours'] - base['worker_hours']:+,.0f}"

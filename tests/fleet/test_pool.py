@@ -111,6 +111,14 @@ def test_stats_of_several_pools_merge():
     assert set(entry) >= {"size", "hits", "misses", "idle_sandbox_s"}
 
 
+def test_a_pool_the_tool_did_not_make_stays_so_when_merged_and_old_records_are_the_tools():
+    tools = PoolStats(size=2, hits=1).to_record()
+    old = {k: v for k, v in tools.items() if k != "made_by_tool"}  # written before the field
+    assert PoolStats.merge([tools, old]).to_dict()["made_by_tool"] is True
+    users = PoolStats(size=2, hits=1, made_by_tool=False).to_record()
+    assert PoolStats.merge([users, users]).made_by_tool is False
+
+
 POOLED = """
 import pytest
 

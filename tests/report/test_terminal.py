@@ -10,8 +10,10 @@ import pytest
 from support.reports import rollout
 
 from pytest_rollout_tax.errors import ConfigError, NotRegularFileError
+from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.report import terminal as report_module
-from pytest_rollout_tax.report.build import build_report
+from pytest_rollout_tax.report.aggregate import Aggregate
+from pytest_rollout_tax.report.build import Fleet, build_report, summarize
 from pytest_rollout_tax.report.files import check_report_path, current_umask, write_json
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.report.terminal import render_summary, shares_line
@@ -72,6 +74,50 @@ def test_summary_lists_failure_reasons_and_success_rate():
         render_summary(build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None))
     )
     assert "docker: 50% of rollouts succeeded; failures: 1x boom" in text
+
+
+def test_an_unbound_rollout_is_a_failure_named_by_its_outcome_with_its_reason():
+    why = "ClaimUnbound: k8s: SandboxClaim rollout-tax-<id> unbound after 1 s (k8s.ready_timeout)"
+    rollouts = [
+        rollout("k8s-claim", 0.2),
+        rollout("k8s-claim", None, outcome="unbound", error=why),
+    ]
+    report = build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
+    entry = report["substrates"]["k8s-claim"]
+    assert (entry["failures"], entry["unbound"]) == (1, 1)
+    assert entry["failure_reasons"] == {why: 1}
+    assert [r["outcome"] for r in report["rollouts"]] == ["passed", "unbound"]
+    text = "\n".join(render_summary(report, 200))
+    assert f"k8s-claim: 50% of rollouts succeeded (1 unbound); failures: 1x {why}" in text
+    plain = build_report(
+        [rollout("k8s", 0.2)], Scale(), plugin_version="1", machine={}, commit=None
+    )
+    assert "unbound" not in plain["substrates"]["k8s"]
+
+
+def test_a_users_pool_gets_one_line_and_no_idle_in_the_projection_or_the_comparison():
+    records = [rollout("k8s-claim", 0.1), rollout("k8s", 1.0)]
+    for record in records:
+        record.kind = "k8s"
+    users = PoolStats(size=3, hits=2, misses=0, made_by_tool=False)
+    report = summarize(
+        Aggregate.of(records),
+        Scale(),
+        plugin_version="1",
+        machine={},
+        commit=None,
+        fleet=Fleet(pools={"k8s-claim": users}),
+    )
+    entry = report["substrates"]["k8s-claim"]
+    assert entry["pool"]["made_by_tool"] is False and entry["decomposition"]["idle"] == 0
+    text = " ".join(" ".join(render_summary(report, 300)).split())
+    assert (
+        "k8s-claim warm pool of 3 is the user's, not made by the tool: its idle time is not "
+        "counted, in the summary or the projection (2/2 claims found a sandbox ready)"
+    ) in text
+    assert "k8s-claim vs k8s, pool of 3 vs none" in text
+    assert "idle not counted (the user's pool)" in text
+    assert "pays for itself" not in text and "costs more" not in text
 
 
 def test_the_summary_notes_a_per_step_tax_capped_at_the_step():

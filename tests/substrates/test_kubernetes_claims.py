@@ -5,12 +5,15 @@ unbound claims, the missing CRDs, the summary's split and leaks. Its timings are
 from __future__ import annotations
 
 import itertools
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ from pytest_rollout_tax.errors import ConfigError, SandboxStartError, SubstrateU
 from pytest_rollout_tax.report.terminal import render_summary
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 from pytest_rollout_tax.substrates.kubernetes.claims import ClaimUnbound
+from pytest_rollout_tax.substrates.kubernetes.pool_idle import PoolIdle
 
 MADE = ("sandboxclaims", "sandboxes", "sandboxtemplates", "sandboxwarmpools", "pods")
 
@@ -173,6 +177,136 @@ def test_a_claim_left_unbound_is_its_own_outcome_with_the_controllers_conditions
     assert "unbound after 1.5 s (k8s.ready_timeout)" in message
     assert "Ready=False (SandboxNotReady: Sandbox is not ready)" in message
     assert "the claim was deleted" in message
+
+
+def test_an_unbound_claim_is_the_rollouts_outcome_unbound_in_the_json_and_the_summary(
+    tmp_path, claims_api, claims_kubeconfig
+):
+    env = _suite(tmp_path, "def test_one(sandbox):\n    assert sandbox.exec('true').ok\n")
+    args = [
+        *_run_args(claims_kubeconfig),
+        "--substrate-opt=k8s-claim.ready_timeout=1",
+        "--rollout-json=out.json",
+    ]
+    claims_api.hold_claims = True
+    try:
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
+    finally:
+        claims_api.hold_claims = False
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = json.loads((tmp_path / "out.json").read_text())
+    [rollout] = result["rollouts"]
+    assert rollout["outcome"] == "unbound"
+    assert "SandboxNotReady: Sandbox is not ready" in rollout["error"]
+    entry = result["substrates"]["k8s-claim"]
+    assert (entry["failures"], entry["unbound"]) == (1, 1)
+    assert "k8s-claim: 0% of rollouts succeeded (1 unbound); failures: 1x ClaimUnbound" in (
+        " ".join(done.stdout.split())  # the summary wraps long lines
+    )
+
+
+def test_the_tools_pool_counts_idle_from_ready_to_claimed_or_to_its_deletion():
+    """The tally on a clock of our own: a pool sandbox idles from its Ready until a claim owns
+    it or the pool is deleted; its creation runs from its appearing to its Ready."""
+    now = [0.0]
+    idle = PoolIdle("pool", 2, made_by_tool=True, clock=lambda: now[0])
+
+    def event(kind: str, name: str, owner: str, ready: bool, at: float) -> None:
+        now[0] = at
+        ref = {"kind": owner, "name": "pool" if owner == "SandboxWarmPool" else name,
+               "controller": True}  # fmt: skip
+        status = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+        idle.see(kind, {"metadata": {"name": name, "ownerReferences": [ref]}, "status": status})
+
+    event("ADDED", "a", "SandboxWarmPool", False, 1.0)
+    event("ADDED", "b", "SandboxWarmPool", False, 1.5)
+    event("MODIFIED", "a", "SandboxWarmPool", True, 2.0)
+    event("MODIFIED", "b", "SandboxWarmPool", True, 3.0)
+    event("MODIFIED", "a", "SandboxClaim", True, 5.0)  # claimed after 3 s idle
+    idle.claimed("warm")
+    event("ADDED", "c", "SandboxWarmPool", False, 5.0)  # the refill, never Ready
+    event("ADDED", "x", "SandboxClaim", False, 6.0)  # a cold launch: not the pool's
+    idle.claimed("cold")
+    event("MODIFIED", "x", "SandboxClaim", True, 7.0)
+    now[0] = 10.0
+    stats = idle.close()  # b idles until the pool's deletion: 7 s
+    assert stats.idle_sandbox_s == pytest.approx(3.0 + 7.0)
+    assert stats.creation_s == [1.0, 1.5]
+    assert (stats.hits, stats.misses, stats.size, stats.made_by_tool) == (1, 1, 2, True)
+    assert stats.idle_per_claim_s == pytest.approx(5.0)
+    event("MODIFIED", "c", "SandboxWarmPool", True, 11.0)  # after close: not counted
+    assert idle.close().idle_sandbox_s == pytest.approx(10.0)
+
+
+def test_a_substrates_own_pool_reports_its_claims_idle_time_and_creations(claims, claims_api):
+    substrate = claims(warm_pool=2)
+    began = time.perf_counter()
+    with substrate.start() as box:
+        assert box.rollout.launch_type == "warm"
+    pool = substrate.claims.pool
+    stats = substrate.close_own_pool()
+    elapsed = time.perf_counter() - began
+    assert stats is not None and stats.made_by_tool and stats.size == 2
+    assert (stats.hits, stats.misses) == (1, 0)
+    assert len(stats.creation_s) >= 2 and all(0 < c < elapsed for c in stats.creation_s)
+    assert 0 < stats.idle_sandbox_s <= 3 * elapsed  # 2 sandboxes and 1 refill at most
+    assert pool not in objects(claims_api)["sandboxwarmpools"]  # deleted: the idle time ends
+    assert substrate.close_own_pool() is None
+
+
+TWO = """
+def test_one(sandbox):
+    assert sandbox.exec("true").ok
+
+def test_two(sandbox):
+    assert sandbox.exec("true").ok
+"""
+
+
+def _run_pool_suite(tmp_path: Path, kubeconfig: Path, *options: str) -> tuple[dict, str]:
+    """Run TWO on k8s-claim with ``options``: the JSON report and the summary, unwrapped."""
+    env = _suite(tmp_path, TWO)
+    args = [*_run_args(kubeconfig)[:-1], *options, "--rollout-json=out.json"]
+    done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return json.loads((tmp_path / "out.json").read_text()), " ".join(done.stdout.split())
+
+
+def test_the_tools_pool_idle_is_reported_as_a_warm_pools_with_the_does_it_pay_line(
+    tmp_path, claims_kubeconfig
+):
+    result, summary = _run_pool_suite(
+        tmp_path, claims_kubeconfig, "--substrate-opt=k8s-claim.warm_pool=2"
+    )
+    entry = result["substrates"]["k8s-claim"]
+    pool = entry["pool"]
+    assert pool["made_by_tool"] and pool["size"] == 2 and pool["hits"] + pool["misses"] == 2
+    assert pool["idle_sandbox_s"] > 0 and len(pool["creation_s"]) >= 2
+    assert entry["decomposition"]["idle"] > 0  # the projection's idle term
+    assert "k8s-claim warm pool of 2: " in summary
+    assert re.search(r"adds \S+ idle: it (pays for itself|costs more than it saves)", summary)
+
+
+def test_a_users_pool_is_not_counted_and_the_summary_says_so_in_one_line(
+    tmp_path, claims, claims_api, claims_kubeconfig
+):
+    maker = claims(warm_pool=1)
+    maker._ensure_prepared()  # a template and a pool of 1, standing for the user's
+    template = maker.claims.pool
+    result, summary = _run_pool_suite(
+        tmp_path, claims_kubeconfig, f"--substrate-opt=k8s-claim.template={template}"
+    )
+    entry = result["substrates"]["k8s-claim"]
+    pool = entry["pool"]
+    assert not pool["made_by_tool"] and pool["idle_sandbox_s"] == 0
+    assert pool["hits"] + pool["misses"] == 2 and pool["size"] == 1
+    assert entry["decomposition"]["idle"] == 0
+    assert (
+        "k8s-claim warm pool of 1 is the user's, not made by the tool: its idle time is not "
+        "counted" in summary
+    )
+    assert "pays for itself" not in summary and "costs more than it saves" not in summary
+    assert template in objects(claims_api)["sandboxwarmpools"]  # never touched
 
 
 def test_without_the_crds_claims_are_one_line_with_the_docs_link(k8s_kubeconfig):

@@ -190,13 +190,15 @@ class Objects:
     def watch(
         self, kind: Kind, name: str, resource_version: str, seconds: float
     ) -> Iterator[tuple[str, dict]]:
-        """The events of one watch on ``name`` after ``resource_version``, for ``seconds``."""
+        """The events of one watch on ``name`` (every object of ``kind`` if empty) after
+        ``resource_version``, for ``seconds``."""
+        extra = {"field_selector": f"metadata.name={name}"} if name else {}
         response = self._call(
             "watch",
             kind,
-            name,
+            name or None,
             self.custom.list_namespaced_custom_object,
-            field_selector=f"metadata.name={name}",
+            **extra,
             watch=True,
             resource_version=resource_version,
             timeout_seconds=max(1, math.ceil(seconds)),

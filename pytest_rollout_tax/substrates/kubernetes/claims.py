@@ -16,9 +16,10 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ...core.pool_stats import PoolStats
 from ...core.record import PhaseClock
 from ...core.substrate import SESSION_LABEL, new_id
-from ...errors import RolloutTaxError, SandboxError, SandboxStartError
+from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SandboxUnbound
 from .agent_sandbox import (
     CLAIM,
     LAUNCH_TYPE_LABEL,
@@ -38,10 +39,11 @@ from .agent_sandbox import (
 from .api import ApiError
 from .config import KubernetesOptions
 from .exec_transport import PodHandle
+from .pool_idle import PoolIdle
 
 
-class ClaimUnbound(SandboxStartError):
-    """A claim the controller did not bind (or make Ready) within ``k8s.ready_timeout``."""
+class ClaimUnbound(SandboxUnbound):
+    """A claim the controller did not bind within ``k8s.ready_timeout`` (outcome ``unbound``)."""
 
 
 @dataclass
@@ -83,6 +85,8 @@ class Claims:
         #: The pool claims check out of, and what the tool made (deleted at close).
         self.pool = ""
         self.made: list[tuple[Kind, str]] = []
+        #: The pool's claims and (the tool's pool only) idle time, as a warm pool's figures.
+        self.idle: PoolIdle | None = None
 
     # -- the template and the pool -----------------------------------------------------------
 
@@ -90,8 +94,11 @@ class Claims:
         """Make the template and pool from ``pod`` (``template_from``), or find the user's."""
         if self.options.template_from == "pod":
             self._make(pod)
-        else:
-            self.pool = self._pool_of(str(self.options.template))
+            return
+        pool = self._pool_of(str(self.options.template))
+        self.pool = pool["metadata"]["name"]
+        replicas = int((pool.get("spec") or {}).get("replicas") or 0)
+        self.idle = PoolIdle(self.pool, replicas, made_by_tool=False)
 
     def _make(self, pod: dict) -> None:
         name = f"rollout-tax-{self.session_id}-{new_id()[:6]}"
@@ -102,6 +109,8 @@ class Claims:
         self.made.append((POOL, name))
         self.pool = name
         if self.options.warm_pool:
+            self.idle = PoolIdle(name, self.options.warm_pool, made_by_tool=True)
+            self.idle.follow(self.objects, pool["metadata"]["resourceVersion"])
             self._wait_pool(name, pool["metadata"]["resourceVersion"])
 
     def _wait_pool(self, name: str, version: str) -> None:
@@ -125,8 +134,9 @@ class Claims:
             " (k8s.ready_timeout)"
         )
 
-    def _pool_of(self, template: str) -> str:
-        """The user's SandboxWarmPool whose ``sandboxTemplateRef`` is ``template``."""
+    def _pool_of(self, template: str) -> dict:
+        """The user's SandboxWarmPool whose ``sandboxTemplateRef`` is ``template`` (by name,
+        the first of several)."""
         try:
             self.objects.get(TEMPLATE, template)
         except ApiError as exc:
@@ -137,21 +147,35 @@ class Claims:
                 ) from None
             raise
         pools = self.objects.list(POOL)
-        names = [
-            p["metadata"]["name"]
+        found = [
+            p
             for p in pools
             if ((p.get("spec") or {}).get("sandboxTemplateRef") or {}).get("name") == template
         ]
-        if not names:
+        if not found:
             raise SandboxStartError(
                 f"k8s: no SandboxWarmPool in namespace {self.objects.namespace!r} references "
                 f"SandboxTemplate {template!r} (k8s.template); claims check out of a pool: "
                 "apply one, or let the tool make both with k8s.template_from=pod"
             )
-        return sorted(names)[0]
+        return min(found, key=lambda p: p["metadata"]["name"])
+
+    def close_pool(self) -> PoolStats | None:
+        """The pool's figures (None without a pool of warm sandboxes): the tool's pool is
+        deleted now, which ends its sandboxes' idle time; the user's is left alone."""
+        idle, self.idle = self.idle, None
+        if idle is None:
+            return None
+        stats = idle.close()
+        if (POOL, self.pool) in self.made:
+            self.made.remove((POOL, self.pool))
+            with contextlib.suppress(RolloutTaxError):  # reap is the backstop
+                self.objects.delete(POOL, self.pool)
+        return stats
 
     def close(self) -> None:
         """Remove what :meth:`prepare` made: the pool (with its sandboxes), then the template."""
+        self.close_pool()
         for kind, name in sorted(self.made, key=lambda made: MADE.index(made[0])):
             with contextlib.suppress(RolloutTaxError):
                 self.objects.delete(kind, name)
@@ -200,10 +224,11 @@ class Claims:
                 return claim["status"]["sandbox"]["name"], version
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
-                state = "bound to a sandbox, not Ready" if "bound" in marked else "unbound"
-                raise ClaimUnbound(
-                    f"k8s: SandboxClaim {name} {state} after {self.options.ready_timeout:g} s "
-                    f"(k8s.ready_timeout); the controller's conditions: {conditions_text(claim)}"
+                bound = "bound" in marked  # then its pod is what is late: a start error
+                raise (SandboxStartError if bound else ClaimUnbound)(
+                    f"k8s: SandboxClaim {name} {'bound, not Ready' if bound else 'unbound'} "
+                    f"after {self.options.ready_timeout:g} s (k8s.ready_timeout); the "
+                    f"controller's conditions: {conditions_text(claim)}"
                 )
             with contextlib.closing(self.objects.watch(CLAIM, name, version, remaining)) as watch:
                 for kind, obj in watch:
@@ -240,7 +265,10 @@ class Claims:
     def launch_type(self, sandbox: str) -> str | None:
         """What the controller reports: ``warm`` or ``cold`` (None: not labelled)."""
         found = self.objects.get(SANDBOX, sandbox)
-        return ((found.get("metadata") or {}).get("labels") or {}).get(LAUNCH_TYPE_LABEL)
+        launch = ((found.get("metadata") or {}).get("labels") or {}).get(LAUNCH_TYPE_LABEL)
+        if self.idle is not None:
+            self.idle.claimed(launch)
+        return launch
 
     def release(self, handle: ClaimHandle) -> None:
         """Delete the claim and return once its Sandbox is gone."""

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.pool_stats import PoolStats
 from ...core.record import PhaseClock, Rollout
 from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
@@ -204,6 +205,10 @@ class KubernetesSubstrate(Substrate):
 
     def ping(self) -> None:
         self.api.call("GET", "/version", verb="get", resource="version")
+
+    def close_own_pool(self) -> PoolStats | None:
+        """Claim mode: the SandboxWarmPool's figures (the tool's pool deleted now)."""
+        return self.claims.close_pool() if self.claims is not None else None
 
     def close(self) -> None:
         if self.claims is not None:
