@@ -71,7 +71,7 @@ def test_a_table_cannot_make_a_registered_substrate_another_kind():
         "the floor every other substrate is compared against); name the variant otherwise, "
         "e.g. [tool.rollout-tax.substrates.local-docker]"
     )
-    with pytest.raises(ConfigError, match="cannot redefine docker .docker is a registered"):
+    with pytest.raises(ConfigError, match=r"cannot redefine docker \(docker is a registered"):
         resolve(["docker"], [], {"docker": {"kind": "local"}}, KNOWN)
     [spec] = resolve(["local"], [], {"local": {"kind": "local", "root": "/tmp"}}, KNOWN)
     assert (spec.kind, spec.options) == ("local", {"root": "/tmp"})
