@@ -189,6 +189,15 @@ def test_list_empty(tmp_path: Path) -> None:
     assert status == 0 and out == f"no saved runs in {tmp_path / 'none'}{os.sep}\n"
 
 
+def test_list_on_a_regular_file_says_it_is_not_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "runs").write_text("{}")
+    for command in ("list", "history"):
+        assert_one_line_error(
+            *cli(command, "--storage", str(tmp_path / "runs")),
+            f"storage directory {tmp_path / 'runs'}{os.sep}: not a directory",
+        )
+
+
 # -- project ------------------------------------------------------------------------------------
 
 

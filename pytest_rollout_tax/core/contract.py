@@ -44,11 +44,13 @@ WHY_NOT_READ = (
     f'[ -f "$1" ] || exit {_CODES[NotRegularFileError]}; '
     f'[ -r "$1" ] || exit {_CODES[PermissionError]}'
 )
-#: Why a write of ``$1`` failed (or would fail): as :data:`WHY_NOT_READ`.
+#: Why a write of ``$1`` failed (or would fail), for the user it runs as: as
+#: :data:`WHY_NOT_READ`; a new file needs its nearest existing ancestor writable.
 WHY_NOT_WRITE = (
     f'if [ -d "$1" ]; then exit {_CODES[IsADirectoryError]}; fi; '
     f"{_ANCESTOR}"
-    f'if [ -e "$1" ] && [ ! -w "$1" ]; then exit {_CODES[PermissionError]}; fi'
+    f'if [ -e "$1" ]; then [ -w "$1" ] || exit {_CODES[PermissionError]}; '
+    f'elif [ ! -w "$a" ] || [ ! -x "$a" ]; then exit {_CODES[PermissionError]}; fi'
 )
 #: Read ``$1`` to stdout, or exit with its error.
 READ_SCRIPT = f'if [ -f "$1" ] && [ -r "$1" ]; then exec cat -- "$1"; fi; {WHY_NOT_READ}; exit 1'

@@ -123,8 +123,11 @@ class Storage:
     # -- finding ---------------------------------------------------------------------------
 
     def paths(self) -> list[Path]:
-        """Every saved run's file, oldest first (by modification time, then name)."""
+        """Every saved run's file, oldest first (by modification time, then name); none if the
+        directory does not exist yet, SavedRunError if something else is there."""
         if not self.root.is_dir():
+            if self.root.exists():
+                raise SavedRunError(f"storage directory {self}: not a directory")
             return []
         found = [p for p in self.root.glob("*.json") if not p.name.startswith(".") and p.is_file()]
         return sorted(found, key=lambda p: (p.stat().st_mtime_ns, p.name))

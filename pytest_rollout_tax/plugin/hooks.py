@@ -188,8 +188,18 @@ class RolloutTaxPlugin:
         else:
             rounds = trajectory.rounds
         targets = [Target(name, r, trajectory) for name in names for r in range(1, rounds + 1)]
+        if not targets:  # one skip saying why, not pytest's "got empty parameter set"
+            reason = (
+                f"@pytest.mark.trajectory(substrates={list(trajectory.substrates or ())}) "
+                f"matches none of the selected substrates ({', '.join(self.settings.specs)})"
+            )
+            targets = [pytest.param(None, marks=pytest.mark.skip(reason=reason), id="unselected")]
         metafunc.parametrize(
-            TARGET_PARAM, targets, ids=[t.id for t in targets], indirect=True, scope="function"
+            TARGET_PARAM,
+            targets,
+            ids=[t.id if isinstance(t, Target) else None for t in targets],
+            indirect=True,
+            scope="function",
         )
 
     def _runs_on(self, trajectory: Trajectory, name: str) -> bool:

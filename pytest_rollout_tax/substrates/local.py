@@ -231,13 +231,17 @@ class Leftovers:
     A step's process group that outlives the step is remembered with the clock tick the step
     ended at. At close, a group with a member started by then is still the step's (a group
     id is not reused while the group lives) and is killed whole; so is any process whose
-    working directory is inside the workdir (it left its group, but not the sandbox).
+    working directory is inside the workdir (it left its group, but not the sandbox), and
+    any process started since the sandbox was made that carries its :data:`SANDBOX_VARIABLE`
+    (it left its group, its session and the workdir, as ``setsid`` and ``cd /`` do).
     """
 
     def __init__(self, workdir: str) -> None:
         self.workdir = workdir
         #: The id of each group (and session) a step left running -> the tick the step ended.
         self.groups: dict[int, int] = {}
+        #: The tick the sandbox was made at: no process of it started before.
+        self.made = _ticks()
 
     def step_ended(self, group: int) -> None:
         try:
@@ -262,6 +266,8 @@ class Leftovers:
             if os.path.join(cwd, "").startswith(inside):
                 strays.append(pid)
         strays += [pid for pid, group, session, *_ in processes if {group, session} & proven]
+        escaped = (p for p in processes if p[3] >= self.made and p[0] not in strays)
+        strays += [pid for pid, *_ in escaped if _marked(pid, self.workdir)]
         for group in proven:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(group, signal.SIGKILL)
@@ -273,20 +279,24 @@ class Leftovers:
 def kill_marked(workdir: str) -> None:
     """SIGKILL every process of the sandbox at ``workdir``: those whose environment has its
     :data:`SANDBOX_VARIABLE` and those working inside it (for a session killed outright)."""
-    marker = f"\0{SANDBOX_VARIABLE}={workdir}\0".encode()
     inside = os.path.join(workdir, "")
     with contextlib.suppress(FileNotFoundError):  # no /proc: nothing to find them by
         for pid, _, _, _, cwd in _processes():
             if pid in (os.getpid(), os.getppid()):
                 continue
-            try:
-                with open(f"/proc/{pid}/environ", "rb") as environ:
-                    marked = marker in b"\0" + environ.read() + b"\0"
-            except OSError:  # gone, or another user's
-                marked = False
-            if marked or os.path.join(cwd, "").startswith(inside):
+            if os.path.join(cwd, "").startswith(inside) or _marked(pid, workdir):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def _marked(pid: int, workdir: str) -> bool:
+    """Whether process ``pid``'s environment has the :data:`SANDBOX_VARIABLE` of ``workdir``."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            found = environ.read()
+    except OSError:  # gone, or another user's
+        return False
+    return f"\0{SANDBOX_VARIABLE}={workdir}\0".encode() in b"\0" + found + b"\0"
 
 
 def _ticks() -> int:

@@ -11,6 +11,8 @@ from typing import Any
 from ..errors import ConfigError
 
 PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
+#: The substrate every other one is compared against; no table may make it another kind.
+FLOOR = "local"
 #: Variants every run knows, as if defined in pyproject.toml (a table of the same name there
 #: adds to it and overrides its keys).
 #: Variants that work by name with no configuration; a pyproject table of the same name
@@ -134,6 +136,8 @@ def resolve(
                 f"[tool.rollout-tax.substrates.{name}]: unknown kind {kind!r}; "
                 f"available: {', '.join(sorted(known))}"
             )
+        if name in known and kind != name:
+            raise ConfigError(_redefined(name, kind))
     available = sorted(known | set(tables))
     names = list(selected)
     for name in names:
@@ -156,6 +160,19 @@ def resolve(
         kind = table.pop("kind", name)
         specs.append(SubstrateSpec(name=name, kind=kind, options=table | cli.get(name, {})))
     return _without_aliases(specs, tables, aliases or {})
+
+
+def _redefined(name: str, kind: str) -> str:
+    """The one line for a table that makes a registered substrate another kind."""
+    what = (
+        "local is the floor every other substrate is compared against"
+        if name == FLOOR
+        else f"{name} is a registered substrate"
+    )
+    return (
+        f"[tool.rollout-tax.substrates.{name}]: kind = {kind!r} cannot redefine {name} ({what}); "
+        f"name the variant otherwise, e.g. [tool.rollout-tax.substrates.{name}-{kind}]"
+    )
 
 
 def _without_aliases(

@@ -20,14 +20,16 @@ def test_killed_mid_step(sandbox):
     sandbox.exec(
         "cd / && sleep 301 & echo $! > {pids}/away; "
         "setsid sleep 302 & echo $! > {pids}/session; "
-        "sleep 303 & echo $! > {pids}/step; touch {pids}/ready; wait"
+        "sleep 303 & echo $! > {pids}/step; "
+        "(cd / && setsid sleep 304 & echo $! > {pids}/escaped); touch {pids}/ready; wait"
     )
 """
 
 
 def test_reaping_a_local_leftover_kills_every_process_of_its_sandbox(pytester, selected_substrate):
     """Finding 5: after ``kill -9`` of pytest mid-step, reaping removed the workdir and left
-    the step's processes running (one left the workdir, one its process group and session)."""
+    the step's processes running (one left the workdir, one its process group and session,
+    one all three)."""
     if selected_substrate.name != "local":
         pytest.skip("local leftovers: the other substrates' processes die with their sandbox")
     pids, root = pytester.mkdir("pids"), pytester.mkdir("root")
@@ -42,7 +44,7 @@ def test_reaping_a_local_leftover_kills_every_process_of_its_sandbox(pytester, s
     command = [sys.executable, "-m", "pytest", *args]
     ready = (pids / "ready").exists
     interrupt(command, cwd=pytester.path, env=env, ready=ready, signum=signal.SIGKILL)
-    left = [int((pids / name).read_text()) for name in ("away", "session", "step")]
+    left = [int((pids / name).read_text()) for name in ("away", "session", "step", "escaped")]
     assert all(process_alive(pid) for pid in left)
     reaped = pytester.run(sys.executable, "-m", "pytest", "--rollout-reap", *args)
     assert reaped.ret == 0 and "removed 1 leftover sandbox(es)" in reaped.stdout.str()

@@ -359,9 +359,14 @@ def test_a_known_substrate_that_is_not_selected_just_does_not_run(pytester):
             pass
         """
     )
-    result = pytester.runpytest("--substrate=local")
+    result = pytester.runpytest("--substrate=local", "-rs")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=1, skipped=1)
+    assert (
+        ".py:3: @pytest.mark.trajectory(substrates=['docker']) matches none of the selected "
+        "substrates (local)\n" in result.stdout.str()
+    )
+    assert "empty parameter set" not in result.stdout.str()
 
 
 def test_aliases_of_one_substrate_run_once_under_the_first_name(pytester):

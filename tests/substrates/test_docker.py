@@ -9,6 +9,7 @@ Fixture names avoid ``sandbox``/``substrate``/``rollout``: those are the plugin'
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -478,6 +479,29 @@ def test_user_runs_commands_and_owns_the_files_written(sandbox_image, user, ids)
         assert owners == ids.split() * 2
         assert sandbox.exec("echo v2 >> notes/mine.txt").ok  # the user can edit what it got
         assert sandbox.read_file("notes/mine.txt") == "v1\nv2\n"
+    finally:
+        finish(sandbox)
+
+
+@pytest.mark.parametrize("transport", ["exec", "session"])
+def test_a_user_cannot_write_files_a_shell_step_of_theirs_cannot(
+    docker_client, sandbox_image, transport
+):
+    """The archive API writes as root: a write as ``user=nobody`` is checked as theirs."""
+    sandbox = started(sandbox_image, user="nobody", workdir="/tmp", transport=transport)
+    try:
+        for path in ("/root/new.txt", "/root/deeper/new.txt", "/etc/passwd"):
+            assert sandbox.exec(f"echo x > {path}").exit_code != 0  # a shell step cannot
+            with pytest.raises(PermissionError) as denied:
+                sandbox.write_file(path, "x\n")
+            assert (denied.value.errno, denied.value.filename) == (errno.EACCES, path)
+        look = "ls -d /root/new.txt /root/deeper 2>&1; head -1 /etc/passwd"
+        exec_id = docker_client.api.exec_create(sandbox.id, ["sh", "-c", look], user="root")
+        *missing, passwd = docker_client.api.exec_start(exec_id).decode().splitlines()
+        assert len(missing) == 2 and all("No such file" in line for line in missing), missing
+        assert passwd == "root:x:0:0:root:/root:/bin/bash"  # nothing written, nothing replaced
+        sandbox.write_file("mine.txt", "ok")  # where the user may, as before
+        assert sandbox.read_file("/tmp/mine.txt") == "ok"
     finally:
         finish(sandbox)
 

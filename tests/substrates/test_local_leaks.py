@@ -81,15 +81,17 @@ def test_closing_a_sandbox_ends_the_background_processes_of_its_steps(tmp_path):
             sandbox.exec(f"sleep 300 > /dev/null 2>&1 & echo $! >> {pids}")
             sandbox.exec(f"setsid sleep 301 > /dev/null 2>&1 & echo $! >> {pids}")
             sandbox.exec(f"(cd /; sleep 302 > /dev/null 2>&1 & echo $! >> {pids})")
+            sandbox.exec(f"(cd /; setsid sleep 303 > /dev/null 2>&1 & echo $! >> {pids})")
         """,
     )
     done = subprocess.run(
         pytest_command(), cwd=tmp_path, env=environment(pids), capture_output=True, timeout=120
     )
     assert done.returncode == 0, done.stdout.decode()
-    assert len(started(pids)) == 3
+    assert len(started(pids)) == 4
     # the first and the third stayed in their step's group and session; the second left
-    # both (setsid) but stayed in the workdir
+    # both (setsid) but stayed in the workdir; the fourth left all three, and still carries
+    # the sandbox's ROLLOUT_TAX_SANDBOX
     assert gone(started(pids)), [pid for pid in started(pids) if alive(pid)]
     assert workdirs(tmp_path) == []
 

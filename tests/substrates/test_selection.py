@@ -63,6 +63,20 @@ def test_unknown_kind_and_unknown_opt_target_are_errors():
         resolve(["local"], ["dokcer.image=x"], {}, KNOWN)
 
 
+def test_a_table_cannot_make_a_registered_substrate_another_kind():
+    with pytest.raises(ConfigError) as caught:
+        resolve(["local"], [], {"local": {"kind": "docker"}}, KNOWN)
+    assert str(caught.value) == (
+        "[tool.rollout-tax.substrates.local]: kind = 'docker' cannot redefine local (local is "
+        "the floor every other substrate is compared against); name the variant otherwise, "
+        "e.g. [tool.rollout-tax.substrates.local-docker]"
+    )
+    with pytest.raises(ConfigError, match=r"cannot redefine docker \(docker is a registered"):
+        resolve(["docker"], [], {"docker": {"kind": "local"}}, KNOWN)
+    [spec] = resolve(["local"], [], {"local": {"kind": "local", "root": "/tmp"}}, KNOWN)
+    assert (spec.kind, spec.options) == ("local", {"root": "/tmp"})
+
+
 def test_pyproject_tables_are_read(tmp_path):
     path = tmp_path / "pyproject.toml"
     path.write_text('[tool.rollout-tax.substrates.docker]\nimage = "x"\n')

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ...core.contract import file_error
+from ...core.contract import WHY_NOT_WRITE, file_error, file_error_for
 from ...core.transport import RawResult, one_line
 from ...errors import NotRegularFileError, SandboxError
 from .engine import docker_errors, explain, requests
@@ -30,11 +30,17 @@ def put_file(
     ids: tuple[int, int],
     run: Callable[[list[str]], RawResult],
 ) -> None:
-    """Write ``data`` to ``path`` owned by ``ids``; a missing parent is made through ``run``
-    (an argv to a result), as the sandbox's user. An archive carrying the parents' entries
-    would also chmod and chown the ones that exist. A symbolic link is written through, as
-    ``open()`` does: the archive API would replace the link itself."""
+    """Write ``data`` to ``path`` owned by ``ids``. A user other than root must be allowed
+    to, as a shell step of theirs would find (asked through ``run``, an argv to a result); a
+    missing parent is made through ``run``, as the sandbox's user. An archive carrying the
+    parents' entries would also chmod and chown the ones that exist. A symbolic link is
+    written through, as ``open()`` does: the archive API would replace the link itself."""
     path = link_target(handle.api, handle.id, path) or path
+    if ids != (0, 0):  # the archive API writes as root: the user's own permissions first
+        checked = run(["sh", "-c", WHY_NOT_WRITE, "sh", path])
+        if checked.exit_code != 0:
+            message = one_line(checked.stderr.decode("utf-8", "replace")) or "cannot write"
+            raise file_error_for(checked.exit_code, path) or OSError(errno.EIO, message, path)
     parent, name = posixpath.split(path)
     tar = _single_file_tar(name, data, *ids)
     try:

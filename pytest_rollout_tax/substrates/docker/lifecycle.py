@@ -186,7 +186,8 @@ class DockerSubstrate(Substrate):
             self._remove(handle.id)
 
     def reap(self, session_id: str | None = None) -> int:
-        """Force-remove containers of ``session_id`` (any session if None) that no live process
+        """Force-remove containers (a snapshot's template with its checkpoint among them) and
+        committed snapshot images of ``session_id`` (any session if None) that no live process
         of another session on this host still owns, and with ``reap=mine`` (the default) only
         this user's; return how many were removed."""
         label = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
@@ -198,18 +199,21 @@ class DockerSubstrate(Substrate):
             ) from None
         removed = 0
         for container in found:
-            labels = container.get("Labels") or {}
-            if self.options.reap == "mine" and labels.get(USER_LABEL) != self.user:
-                continue  # another user's, on a shared engine
-            if self._owned_by_live_process(labels.get(OWNER_LABEL)):
+            if self._spares(container.get("Labels") or {}):
                 continue
             with contextlib.suppress(RolloutTaxError):
                 removed += self._remove(container["Id"])
         with contextlib.suppress(*ENGINE_ERRORS):  # prepared disks (their checkpoints went)
-            removed += snapshot.reap_images(
-                self.api, label, lambda labels: self._owned_by_live_process(labels.get(OWNER_LABEL))
-            )
+            removed += snapshot.reap_images(self.api, label, self._spares)
         return removed
+
+    def _spares(self, labels: dict[str, str]) -> bool:
+        """Whether a reap leaves the object labelled ``labels`` alone: another user's (with
+        ``reap=mine``), or a live session's of this host. Images committed from a container
+        carry its labels, so one rule scopes containers, checkpoints and images alike."""
+        if self.options.reap == "mine" and labels.get(USER_LABEL) != self.user:
+            return True  # another user's, on a shared engine
+        return self._owned_by_live_process(labels.get(OWNER_LABEL))
 
     @property
     def endpoint(self) -> str:
