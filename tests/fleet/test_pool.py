@@ -95,7 +95,7 @@ def test_a_failing_refill_fails_the_claim_that_gets_it_with_its_reason(
 def test_pool_is_an_option_of_every_substrate():
     assert LocalSubstrate(pool=3).options.pool == 3
     assert LocalSubstrate(pool="2").options.pool == 2
-    with pytest.raises(ConfigError, match=r"^local.pool=-1: expected 0 \(no pool\) or more"):
+    with pytest.raises(ConfigError, match=r"^local.pool=-1: expected 0 to 4,096 sandboxes"):
         LocalSubstrate(pool=-1)
 
 
@@ -175,4 +175,6 @@ def test_a_negative_pool_is_a_usage_error_before_any_rollout(pytester):
     pytester.makepyfile("def test_one(sandbox):\n    pass\n")
     result = pytester.runpytest("--substrate-opt=local.pool=-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: local.pool=-1: expected 0 (no pool) or more"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: local.pool=-1: expected 0 to 4,096 sandboxes (0: no pool)"]
+    )
