@@ -19,7 +19,7 @@ from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
 from ..errors import CredentialsMissing, RolloutTaxError
-from ..fleet.substrates import Substrates
+from ..fleet.instances import Substrates
 from ..substrates.registry import Registry
 from . import xdist
 from .bridges import ReportBridges

@@ -16,8 +16,8 @@ from .. import __version__
 from ..core.record import Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
+from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
-from ..fleet.substrates import Substrates
 from ..gate import compare, history
 from ..page import html
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate

@@ -16,11 +16,6 @@ OBSERVATION = "OBSERVATION:\n"
 ALIASES = {"execute_bash": "bash", "finish": "submit"}
 
 
-def has_calls(text: str) -> bool:
-    """Whether ``text`` holds an XML function call."""
-    return _FUNCTION.search(text) is not None
-
-
 def call(text: str) -> tuple[str, dict[str, str]] | None:
     """The function call in an assistant message: its name and arguments (each without the
     newline the format wraps a multi-line value in); None when it has none or several (the

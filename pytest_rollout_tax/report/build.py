@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, Rollout
+from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS
 from ..core.stats import Stats
 from ..fleet import burst
 from ..fleet.pool import PoolStats, entry_idle_per_claim
@@ -261,27 +261,6 @@ def project_decomposition(
     ).to_dict()
 
 
-def build_report(
-    rollouts: Iterable[Rollout],
-    scale: Scale,
-    *,
-    plugin_version: str,
-    machine: dict,
-    commit: dict | None,
-    fleet: Fleet | None = None,
-) -> dict:
-    """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
-    report = summarize(
-        Aggregate.of(rollouts),
-        scale,
-        plugin_version=plugin_version,
-        machine=machine,
-        commit=commit,
-        fleet=fleet,
-    )
-    return {**report, "rollouts": list(report["rollouts"])}
-
-
 def summarize(
     aggregate: Aggregate,
     scale: Scale,
@@ -405,7 +384,7 @@ def shared_sandboxes(rows: list[Row]) -> list[dict]:
     for row in rows:
         sandbox_id = row.fields.get("sandbox_id")
         if sandbox_id:
-            name = f"{row.fields['test']}[{row.fields['substrate']}-{row.fields['round']}]"
+            name = row.fields["test"]  # the test id already names its substrate and round
             users.setdefault((row.fields["substrate"], sandbox_id), []).append(name)
     return [
         {"substrate": substrate, "sandbox_id": sandbox_id, "rollouts": names}

@@ -158,9 +158,9 @@ def burst_line(name: str, levels: list[dict]) -> str:
     if len(levels) > 1:
         found = burst.knee(levels)
         line += (
-            f"; knee at {found} (p50 > 2x the lowest level's)"
+            f"; knee at {found} (p50 > {burst.KNEE_FACTOR:g}x the lowest level's)"
             if found
-            else "; no knee (p50 within 2x of the lowest level's)"
+            else f"; no knee (p50 within {burst.KNEE_FACTOR:g}x of the lowest level's)"
         )
     return line
 

@@ -6,14 +6,13 @@ import json
 import random
 from collections import Counter
 
-from support.reports import as_schema_1
+from support.reports import as_schema_1, build_report
 
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.gate.compare import Check, compare_reports
 from pytest_rollout_tax.report.aggregate import Aggregate, RolloutRows
 from pytest_rollout_tax.report.build import (
-    build_report,
     project_decomposition,
     project_tax_hours,
     project_worker_hours,

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 import pytest
-from support.reports import rollout
+from support.reports import build_report, rollout
 
 from pytest_rollout_tax.errors import ConfigError, NotRegularFileError
 from pytest_rollout_tax.report import terminal as report_module
-from pytest_rollout_tax.report.build import build_report
 from pytest_rollout_tax.report.files import check_report_path, current_umask, write_json
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.report.terminal import render_summary, shares_line
