@@ -14,7 +14,7 @@ from support.reports import as_schema_1, report, rollouts
 
 from pytest_rollout_tax.cli import main, reproject
 from pytest_rollout_tax.gate import compare
-from pytest_rollout_tax.report.projection import Scale, tax_hours, worker_hours
+from pytest_rollout_tax.report.projection import Means, Scale, tax_hours, worker_hours
 
 COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
 
@@ -205,10 +205,13 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(
+        Means(
+            cold_start_s=local["cold_start"]["mean"],
+            action_s=None,
+            step_s=local["step"]["mean"],
+            teardown_s=local["teardown"]["mean"],
+        ),
         Scale(1_000_000, 150, 2.0),
-        cold_start_s=local["cold_start"]["mean"],
-        step_s=local["step"]["mean"],
-        teardown_s=local["teardown"]["mean"],
     )
     assert local["worker_hours"] == pytest.approx(expected)
     assert expected > 150 * 2 * 1_000_000 / 3600  # think time alone is 83,333 h
@@ -246,10 +249,13 @@ def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
     again = json.loads((tmp_path / "o").read_text())["substrates"]["local"]
     assert again["tax_hours"] == pytest.approx(
         tax_hours(
+            Means(
+                cold_start_s=local["cold_start"]["mean"],
+                action_s=local["action"]["mean"],
+                step_s=None,
+                teardown_s=local["teardown"]["mean"],
+            ),
             Scale(1000, 7),
-            cold_start_s=local["cold_start"]["mean"],
-            action_s=local["action"]["mean"],
-            teardown_s=local["teardown"]["mean"],
         )
     )
     assert again["worker_hours"] == pytest.approx(100 * local["worker_hours"])

@@ -24,7 +24,7 @@ from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.files import write_json
 from ..report.machine import commit_info, machine_info
-from ..report.terminal import render_summary
+from ..summary.terminal import render_summary
 from . import xdist
 from .gating import Verdict
 from .progress import ColdStartProgress

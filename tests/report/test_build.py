@@ -11,7 +11,7 @@ from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.report.build import Fleet
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.report.schema import SCHEMA
-from pytest_rollout_tax.report.terminal import render_summary
+from pytest_rollout_tax.summary.terminal import render_summary
 
 STATS_KEYS = {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}
 
