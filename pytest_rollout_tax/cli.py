@@ -457,3 +457,8 @@ def main(
         return compare.EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else compare.EXIT_OK
+
+
+def run() -> None:
+    """The ``pytest-rollout-tax`` console script, the same as ``python -m pytest_rollout_tax``."""
+    raise SystemExit(main())

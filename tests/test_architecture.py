@@ -15,7 +15,7 @@ WINGS = (
     "outputs", "plugin",
 )  # fmt: skip
 #: The only wings that may import pytest.
-PYTEST_WINGS = ("plugin", "integrations")
+PYTEST_WINGS = ("plugin", "integrations", "outputs")
 MAX_LINES = 500
 MAX_TOP_MODULES = 6
 

@@ -426,3 +426,15 @@ def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, reque
         "pip install 'pytest-rollout-tax[html]'\n"
     )
     assert not (tmp_path / "page.html").exists()
+
+
+def test_the_console_script_is_the_module_s_command_line(monkeypatch, tmp_path, capsys):
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="pytest-rollout-tax")
+    assert script.value == "pytest_rollout_tax.cli:run"
+    monkeypatch.setattr("sys.argv", ["pytest-rollout-tax", "project", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit) as exited:
+        script.load()()
+    assert exited.value.code == 4  # a missing run: one line, the usage status
+    assert "no.json" in capsys.readouterr().err

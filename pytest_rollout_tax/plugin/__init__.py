@@ -3,6 +3,6 @@
 ``pytest_rollout_tax.plugin`` is the entry point pytest loads: it registers the module-level
 hooks of hooks.py, which install the session's plugin object."""
 
-from .hooks import pytest_addoption, pytest_cmdline_main, pytest_configure
+from .hooks import pytest_addhooks, pytest_addoption, pytest_cmdline_main, pytest_configure
 
-__all__ = ["pytest_addoption", "pytest_cmdline_main", "pytest_configure"]
+__all__ = ["pytest_addhooks", "pytest_addoption", "pytest_cmdline_main", "pytest_configure"]

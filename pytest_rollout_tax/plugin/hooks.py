@@ -6,6 +6,8 @@ xdist (:mod:`.xdist`)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
+import pkgutil
 import signal
 import sys
 from collections import Counter
@@ -15,14 +17,16 @@ from typing import Any
 
 import pytest
 
+from .. import outputs
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
 from ..errors import CredentialsMissing, RolloutTaxError
 from ..fleet.instances import Substrates
+from ..outputs.bridges import ReportBridges
 from ..substrates.registry import Registry
-from . import xdist
-from .bridges import ReportBridges
+from . import hookspecs, xdist
+from .gating import gate_of
 from .marker import Trajectory
 from .order import interleave
 from .progress import ColdStartProgress, TerminalLine
@@ -53,6 +57,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The output hook (``hookspecs.py``), and every output of ``outputs/``, each a module
+    that declares its options and implements the hook."""
+    pluginmanager.add_hookspecs(hookspecs)
+    for found in pkgutil.iter_modules(outputs.__path__):
+        module = importlib.import_module(f"{outputs.__name__}.{found.name}")
+        if not pluginmanager.is_registered(module):
+            pluginmanager.register(module, f"rollout-tax-output-{found.name}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     if config.option.rollout_reap:
@@ -65,7 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
         substrates.validate()
     except RolloutTaxError as exc:
         raise pytest.UsageError(str(exc)) from None
-    session = RolloutTaxSession(config, settings, substrates)
+    gate = gate_of(config)
+    config.stash[outputs.GATE] = gate
+    session = RolloutTaxSession(config, settings, substrates, gate)
     plugin = RolloutTaxPlugin(session)
     config.pluginmanager.register(plugin, "rollout-tax")
     config.pluginmanager.register(plugin.replay_collection, "rollout-tax-replay")
