@@ -105,6 +105,7 @@ class RolloutTaxSession:
         self.summary_lines = render(summary)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         verdict = self.gate.finish(for_saving(report), save=not interrupted)
+        self.regression_lines = verdict.regression
         failed = verdict.failed or bool(report["shared_sandboxes"])
         if self.settings.history_fail:
             failed = self._history_gate(verdict.saved) or failed
