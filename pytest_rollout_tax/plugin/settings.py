@@ -164,8 +164,6 @@ class Settings:
     rounds_from_cli: bool
     probes: int
     scale: Scale
-    #: ``--rollout-json`` (declared by ``outputs/json_file.py``), for the client's record.
-    json_path: str | None
     #: ``--rollout-burst`` levels (empty: no burst).
     bursts: list[int]
     #: ``--rollout-fleet`` workers, or None.
@@ -198,7 +196,6 @@ class Settings:
             aliases = registry.aliases()
             opts = option(config, "--substrate-opt")
             specs = resolve(selected, opts, tables, registry.names(), aliases)
-            json_path = option(config, "--rollout-json")
             json_steps = str(option(config, "--rollout-json-steps"))
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
@@ -241,7 +238,6 @@ class Settings:
             rounds_from_cli=config.getoption("rollout_rounds") is not None,
             probes=number(config, "--rollout-probes", int, 0, MAX_PROBES),
             scale=scale,
-            json_path=json_path,
             bursts=bursts,
             fleet=fleet,
             json_steps=json_steps,
