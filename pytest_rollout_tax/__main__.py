@@ -1,5 +1,5 @@
 """``python -m pytest_rollout_tax``: see :mod:`pytest_rollout_tax.cli`."""
 
-from .cli import main
+from .cli import run
 
-raise SystemExit(main())
+run()

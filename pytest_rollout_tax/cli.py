@@ -25,7 +25,7 @@ from .report import merge
 from .report.files import check_report_path, write_json
 from .report.noise import ALPHA, MIN_SAMPLES
 from .report.sides import reproject
-from .report.terminal import render_summary
+from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
 COUNT = flags.argparse_type(flags.count)
@@ -408,7 +408,8 @@ def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     storage = Storage.at(args.storage)
     runs = [_load_required(storage, ref, "RUN") for ref in args.runs]
     parts = [merge.Part(str(run.path), run.report) for run in runs]
-    for line in merge.write(parts, args.output, force=args.force):
+    report, written = merge.write(parts, args.output, force=args.force)
+    for line in [*render_summary(report), f"merged report written to {written}"]:
         out.write(line + "\n")
     return compare.EXIT_OK
 
@@ -456,3 +457,8 @@ def main(
         return compare.EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else compare.EXIT_OK
+
+
+def run() -> None:
+    """The ``pytest-rollout-tax`` console script, the same as ``python -m pytest_rollout_tax``."""
+    raise SystemExit(main())

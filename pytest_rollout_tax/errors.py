@@ -73,7 +73,7 @@ class SandboxError(RolloutTaxError):
     """A live sandbox failed: its API refused a step, or the environment was lost."""
 
 
-class StepTimeout(RolloutTaxError):
+class StepTimeout(RolloutTaxError, TimeoutError):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""
 
 

@@ -11,10 +11,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rollout_tax"
 NAME = PACKAGE.name
 #: The wings, from the bottom up: each imports only those before it.
 WINGS = (
-    "core", "substrates", "fleet", "replay", "report", "gate", "page", "integrations", "plugin",
+    "core", "substrates", "fleet", "replay", "report", "gate", "summary", "page", "integrations",
+    "outputs", "plugin",
 )  # fmt: skip
 #: The only wings that may import pytest.
-PYTEST_WINGS = ("plugin", "integrations")
+PYTEST_WINGS = ("plugin", "integrations", "outputs")
 MAX_LINES = 500
 MAX_TOP_MODULES = 6
 
@@ -123,3 +124,22 @@ def test_the_checks_see_what_they_check():
     assert f"{NAME}.core.record" in GRAPH[f"{NAME}.core.sandbox"]
     assert f"{NAME}.core.sandbox" in GRAPH[f"{NAME}.core.substrate"]
     assert "pytest" in imports(f"{NAME}.plugin.hooks")
+
+
+def test_an_output_is_one_module_the_plugin_never_names():
+    """Outputs are found by discovery (plugin/hooks.py's pytest_addhooks): the plugin imports no
+    output that implements the hook, and each such output declares its own option."""
+    outputs = [n for n in MODULES if wing(n) == "outputs" and n != f"{NAME}.outputs"]
+    hooked = [n for n in outputs if "def pytest_rollout_tax_report" in MODULES[n].read_text()]
+    assert {n.rsplit(".", 1)[1] for n in hooked} >= {"json_file", "html_page"}
+    plugin = {m for n in MODULES if wing(n) == "plugin" for m in GRAPH[n]}
+    assert not plugin & set(hooked), sorted(plugin & set(hooked))
+    for name in hooked:
+        assert "def pytest_addoption" in MODULES[name].read_text(), name
+
+
+def test_the_report_wing_holds_the_document_and_the_summary_its_text():
+    """report/ makes no line of text a terminal prints: the summary's makers are in summary/."""
+    report = {n for n in MODULES if wing(n) == "report"}
+    assert not {f"{NAME}.report.{m}" for m in ("terminal", "lines", "table")} & report
+    assert f"{NAME}.summary.sections" in GRAPH[f"{NAME}.summary.terminal"]

@@ -14,7 +14,7 @@ from support.reports import as_schema_1, report, rollouts
 
 from pytest_rollout_tax.cli import main, reproject
 from pytest_rollout_tax.gate import compare
-from pytest_rollout_tax.report.projection import Scale, tax_hours, worker_hours
+from pytest_rollout_tax.report.projection import Means, Scale, tax_hours, worker_hours
 
 COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
 
@@ -214,10 +214,13 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(
+        Means(
+            cold_start_s=local["cold_start"]["mean"],
+            action_s=None,
+            step_s=local["step"]["mean"],
+            teardown_s=local["teardown"]["mean"],
+        ),
         Scale(1_000_000, 150, 2.0),
-        cold_start_s=local["cold_start"]["mean"],
-        step_s=local["step"]["mean"],
-        teardown_s=local["teardown"]["mean"],
     )
     assert local["worker_hours"] == pytest.approx(expected)
     assert expected > 150 * 2 * 1_000_000 / 3600  # think time alone is 83,333 h
@@ -255,10 +258,13 @@ def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
     again = json.loads((tmp_path / "o").read_text())["substrates"]["local"]
     assert again["tax_hours"] == pytest.approx(
         tax_hours(
+            Means(
+                cold_start_s=local["cold_start"]["mean"],
+                action_s=local["action"]["mean"],
+                step_s=None,
+                teardown_s=local["teardown"]["mean"],
+            ),
             Scale(1000, 7),
-            cold_start_s=local["cold_start"]["mean"],
-            action_s=local["action"]["mean"],
-            teardown_s=local["teardown"]["mean"],
         )
     )
     assert again["worker_hours"] == pytest.approx(100 * local["worker_hours"])
@@ -429,3 +435,15 @@ def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, reque
         "pip install 'pytest-rollout-tax[html]'\n"
     )
     assert not (tmp_path / "page.html").exists()
+
+
+def test_the_console_script_is_the_module_s_command_line(monkeypatch, tmp_path, capsys):
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="pytest-rollout-tax")
+    assert script.value == "pytest_rollout_tax.cli:run"
+    monkeypatch.setattr("sys.argv", ["pytest-rollout-tax", "project", str(tmp_path / "no.json")])
+    with pytest.raises(SystemExit) as exited:
+        script.load()()
+    assert exited.value.code == 4  # a missing run: one line, the usage status
+    assert "no.json" in capsys.readouterr().err

@@ -86,3 +86,4 @@ def test_errors_that_are_builtin_kinds_stay_them():
     assert issubclass(errors.UsageError, errors.ConfigError)
     assert issubclass(errors.NoSavedRun, LookupError)
     assert issubclass(errors.NotRegularFileError, OSError)
+    assert issubclass(errors.StepTimeout, TimeoutError)

@@ -204,7 +204,8 @@ def merge_levels(levels: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def knee(levels: list[dict[str, Any]]) -> int | None:
-    """The first concurrency whose cold-start p50 is more than 2x the lowest level's, or None."""
+    """The first concurrency whose cold-start p50 is more than KNEE_FACTOR times the lowest
+    level's, or None."""
     measured = sorted(
         (level for level in levels if level.get("cold_start")), key=lambda lv: lv["concurrency"]
     )

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from ..errors import ConfigError
 from ..report import merge
+from ..summary.terminal import render_summary
 
 #: What the working directory upload leaves out (Ray's ``excludes``, gitignore syntax).
 EXCLUDES = [".git", ".rollout-tax", "__pycache__", "*.pyc", ".venv", ".tox", "*.egg-info"]
@@ -123,6 +124,7 @@ def finish(results: list[ShardResult], output: str, out: TextIO) -> int:
     if not parts:
         out.write("rollout-tax: no shard produced a report: nothing merged\n")
         return EXIT_INCOMPLETE
-    for line in merge.write(parts, output, failed=failed):
+    report, written = merge.write(parts, output, failed=failed)
+    for line in [*render_summary(report), f"merged report written to {written}"]:
         out.write(line + "\n")
     return EXIT_INCOMPLETE if failed else EXIT_OK

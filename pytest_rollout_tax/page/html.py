@@ -16,31 +16,13 @@ from typing import Any
 from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
-from ..report import isolation
-from ..report.clients import client_lines
+from ..report.build import scale_of
 from ..report.files import write_atomically
-from ..report.lines import (
-    decision_lines,
-    divergence_lines,
-    environment_lines,
-    few_samples_lines,
-    header_lines,
-    not_run_lines,
-    ranked_names,
-    spread_line,
-)
-from ..report.sides import Side, decompose_entry, scale_of, sides
-from ..report.terminal import (
-    control_plane_lines,
-    cost_line,
-    fleet_lines,
-    shared_sandbox_lines,
-    shares_line,
-    success_line,
-    tax_cap_note,
-)
+from ..report.projection import Means, project
+from ..report.sides import Side, sides
 from ..report.units import hours, seconds
-from ..report.variants import comparison_lines
+from ..summary.lines import ranked_names
+from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from . import plots
 from .leaderboard import board, verdict_line
 from .markup import e, notes, table
@@ -65,11 +47,14 @@ def render(
     baseline_label: str = "baseline",
     verdict: Verdict | None = None,
     title: str = "Rollout tax",
+    summary: Summary | None = None,
 ) -> str:
     """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
-    worker-hours overlaid, and ``verdict`` (the comparison's) shown first."""
+    worker-hours overlaid, and ``verdict`` (the comparison's) shown first. The page lays out
+    the sections of ``summary`` (None: the report's), as the terminal does."""
     substrates = report["substrates"]
-    ranked = ranked_names(report)
+    summary = summary or summarize(report)
+    ranked = [name for name, _ in summary.rows]
     palette = plots.colors(ranked)
     scale = scale_of(report)
     now = sides(report, scale)
@@ -77,8 +62,12 @@ def render(
     in_order = {name: substrates[name] for name in ranked}
     outcomes = verdict.outcomes if verdict else ()
     sections = [  # (anchor, heading, content); a section without content is left out
-        ("leaderboard", "Leaderboard", _leaderboard(report, ranked, palette, baseline, outcomes)),
-        ("comparisons", "Comparisons", notes(_comparisons(report))),
+        (
+            "leaderboard",
+            "Leaderboard",
+            _leaderboard(report, summary, palette, baseline, outcomes),
+        ),
+        ("comparisons", "Comparisons", notes(summary.comparisons)),
         ("figures", "Every figure of the summary", _figures(in_order)),
         ("cold-start", "Cold start", _cold_start(now, before, in_order, ranked, palette)),
         ("latency", "Per-action latency", _latency(now, before, ranked, palette)),
@@ -93,8 +82,8 @@ def render(
     sections.append(("machine", "Machine and commit", _machine(report)))
     sections = [section for section in sections if section[2]]
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
-    lead = " ".join([e(str(report.get("created", ""))), "&middot;", *map(e, header_lines(report))])
-    decision = " ".join(map(e, decision_lines(report)))
+    lead = " ".join([e(str(report.get("created", ""))), "&middot;", *map(e, summary.header)])
+    decision = " ".join(map(e, summary.decision))
     body = "\n".join(f'<section id="{anchor}">\n<h2>{name}</h2>\n{content}\n</section>'
                      for anchor, name, content in sections)  # fmt: skip
     return (
@@ -161,12 +150,11 @@ def _verdict(verdict: Verdict | None, label: str) -> str:
 
 def _leaderboard(
     report: dict,
-    ranked: Sequence[str],
+    summary: Summary,
     palette: Mapping[str, str],
     baseline: dict | None,
     outcomes: Sequence[Any],
 ) -> str:
-    entries = report["substrates"]
     key = (
         "Ranked by projected worker-hours, cheapest first. Each column has one unit; "
         '<span class="best">best</span> and <span class="worst">worst</span> are marked.'
@@ -177,17 +165,8 @@ def _leaderboard(
             '</span> where a check found a credible slowdown, <span class="noise">noise</span>'
             " where it crossed the threshold by a change inside the noise."
         )
-    qualifiers = [*shared_sandbox_lines(report)]
-    for name in ranked:
-        entry = entries[name]
-        found = (cost_line(name, entry), tax_cap_note(name, entry), success_line(name, entry))
-        qualifiers += [line for line in found if line is not None]
-    qualifiers += environment_lines(report)
-    qualifiers += divergence_lines(entries)
-    qualifiers += not_run_lines(report)
-    qualifiers += few_samples_lines(entries)
-    qualifiers += control_plane_lines(report)
-    qualifiers += client_lines(report)
+    qualifiers = [*summary.warnings, *summary.notes, *summary.caveats]
+    ranked = [name for name, _ in summary.rows]
     table_html = board(report, ranked, palette=palette, baseline=baseline, outcomes=outcomes)
     return f'{table_html}<p class="key">{key}</p>{notes(qualifiers)}'
 
@@ -210,18 +189,6 @@ def _figures(entries: Mapping[str, Any]) -> str:
         for name, entry in entries.items()
     ]  # fmt: skip
     return table(headers, rows)
-
-
-def _comparisons(report: dict) -> list[str]:
-    """The terminal's comparisons: the spread, variants like with like, runtimes, snapshots."""
-    spread = spread_line(report)
-    substrates = report["substrates"]
-    return [
-        *([spread] if spread else []),
-        *comparison_lines(substrates),
-        *isolation.runtime_lines(substrates),
-        *isolation.snapshot_lines(substrates),
-    ]
 
 
 def _figure(svg: str | None, caption: str) -> str:
@@ -401,6 +368,7 @@ def _bars(
         if entry.get("decomposition"):
             bars[name] = entry["decomposition"]
         old = (baseline or {}).get("substrates", {}).get(name)
-        if old and (parts := decompose_entry(old, scale)):
-            bars[f"{name} (baseline)"] = parts
+        parts = project(Means.of_entry(old), scale).decomposition if old else None
+        if parts:
+            bars[f"{name} (baseline)"] = parts.to_dict()
     return bars

@@ -4,6 +4,7 @@
 hooks of hooks.py, which install the session's plugin object."""
 
 from .hooks import (
+    pytest_addhooks,
     pytest_addoption,
     pytest_cmdline_main,
     pytest_configure,
@@ -12,6 +13,7 @@ from .hooks import (
 )
 
 __all__ = [
+    "pytest_addhooks",
     "pytest_addoption",
     "pytest_cmdline_main",
     "pytest_configure",

@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
@@ -105,6 +108,24 @@ class Gate:
                 f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
             ]
         return [f"run saved to {path}" for path in paths]
+
+
+def gate_of(config: Any) -> Gate:
+    """The session's gate from its options (``--rollout-storage``, ``-save``, ``-autosave``,
+    ``-compare``, ``-compare-fail``); bad input is a pytest.UsageError."""
+    from .settings import option
+
+    try:
+        return Gate.from_options(
+            storage=option(config, "--rollout-storage"),
+            save=option(config, "--rollout-save"),
+            autosave=bool(option(config, "--rollout-autosave")),
+            compare=option(config, "--rollout-compare"),
+            fail=option(config, "--rollout-compare-fail"),
+            load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
+        )
+    except (RolloutTaxError, ValueError) as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def check_compare(ref: str) -> str:

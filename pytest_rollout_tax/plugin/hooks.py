@@ -6,6 +6,8 @@ xdist (:mod:`.xdist`)."""
 from __future__ import annotations
 
 import contextlib
+import importlib
+import pkgutil
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -13,14 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from .. import outputs
 from ..core.record import UNBOUND, Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
 from ..errors import CredentialsMissing, RateLimited, RolloutTaxError
-from ..fleet.substrates import Substrates
+from ..fleet.instances import Substrates
+from ..outputs.bridges import ReportBridges
 from ..substrates.registry import Registry
-from . import xdist
-from .bridges import ReportBridges
+from . import hookspecs, xdist
+from .gating import gate_of
 from .marker import Trajectory
 from .order import interleave
 from .presence import OptionYield, asked
@@ -78,6 +82,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
         namespace.file_or_dir = list(replayed)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """The output hook (``hookspecs.py``), and every output of ``outputs/``, each a module
+    that declares its options and implements the hook."""
+    pluginmanager.add_hookspecs(hookspecs)
+    for found in pkgutil.iter_modules(outputs.__path__):
+        module = importlib.import_module(f"{outputs.__name__}.{found.name}")
+        if not pluginmanager.is_registered(module):
+            pluginmanager.register(module, f"rollout-tax-output-{found.name}")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _options
     config.addinivalue_line("markers", MARKER)
@@ -96,7 +110,9 @@ def pytest_configure(config: pytest.Config) -> None:
         substrates.validate()
     except RolloutTaxError as exc:
         raise pytest.UsageError(str(exc)) from None
-    session = RolloutTaxSession(config, settings, substrates)
+    gate = gate_of(config)
+    config.stash[outputs.GATE] = gate
+    session = RolloutTaxSession(config, settings, substrates, gate)
     plugin = RolloutTaxPlugin(session)
     config.pluginmanager.register(plugin, "rollout-tax")
     config.pluginmanager.register(plugin.replay_collection, "rollout-tax-replay")

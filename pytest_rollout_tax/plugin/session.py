@@ -16,17 +16,17 @@ from .. import __version__
 from ..core.record import Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
+from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
-from ..fleet.substrates import Substrates
 from ..gate import compare, history
-from ..page import html
+from ..outputs import OUTPUT_ERROR
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
-from ..report.files import write_json
 from ..report.machine import commit_info, machine_info
-from ..report.terminal import render_summary
+from ..summary import sections
+from ..summary.terminal import render
 from . import xdist
-from .gating import Verdict
+from .gating import Gate
 from .progress import ColdStartProgress
 from .rollouts import slot
 from .settings import Settings
@@ -36,9 +36,13 @@ from .shard import Client
 class RolloutTaxSession:
     """One pytest process's rollouts (controller, xdist worker or serial run) and their end."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, substrates: Substrates) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: Settings, substrates: Substrates, gate: Gate
+    ) -> None:
         self.config = config
         self.settings = settings
+        #: Compares the run with its baseline and saves it (``plugin/gating.py``).
+        self.gate = gate
         self.substrates = substrates
         self.is_worker = hasattr(config, "workerinput")
         #: Finished rollouts, from teardown reports (this process's or an xdist worker's).
@@ -57,6 +61,7 @@ class RolloutTaxSession:
         #: The session's report, once :meth:`finish` has made it.
         self.report: dict | None = None
         self.summary_lines: list[str] = []
+        self.history_lines: list[str] = []
         self.regression_lines: list[str] = []
         #: A requested output (--rollout-json, --rollout-html) failed to be written.
         self.write_failed = False
@@ -91,28 +96,32 @@ class RolloutTaxSession:
 
     def finish(self, exitstatus: int) -> int:
         """End the session: release every sandbox, then (controller or serial run) build the
-        report, write its files and judge it. Returns the session's exit status."""
+        report, judge it (the gate: compare, save) and hand it to every output through the
+        ``pytest_rollout_tax_report`` hook. Returns the session's exit status."""
         self._release()
         if self.is_worker:
             xdist.hand_over(self.config, xdist.POOLS_KEY, self.pool_records)
         if self.is_worker or not self.aggregate:
             return exitstatus
         report = self.report = self.summarize()
-        self.summary_lines = render_summary(report)
-        self.summary_lines += self._write_json(report)
+        summary = sections.summarize(report)
+        self.summary_lines = render(summary)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        verdict = self.settings.gate.finish(for_saving(report), save=not interrupted)
-        self.summary_lines += verdict.summary
-        gate = self.settings.gate
-        asked_to_save = (gate.save is not None) + bool(gate.autosave)
+        verdict = self.gate.finish(for_saving(report), save=not interrupted)
+        asked_to_save = (self.gate.save is not None) + bool(self.gate.autosave)
         if not interrupted and len(verdict.saved) < asked_to_save:
             self.write_failed = True  # the gate printed why
         self.regression_lines = verdict.regression
         failed = verdict.failed or bool(report["shared_sandboxes"])
         if self.settings.history_fail:
             failed = self._history_gate(verdict.saved) or failed
-        if self.settings.html_path:
-            self.summary_lines.append(self._write_html(report, verdict))
+        hook = self.config.hook.pytest_rollout_tax_report
+        written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
+        # the outputs' lines in hook order (the JSON file first, the page last), then the gate's
+        output_lines = [line for lines in written for line in lines or ()]
+        if any(line.startswith(OUTPUT_ERROR) for line in output_lines):
+            self.write_failed = True  # an output that was asked for could not be written
+        self.summary_lines += [*output_lines, *verdict.summary, *self.history_lines]
         if (failed or self.write_failed) and exitstatus == pytest.ExitCode.OK:
             return pytest.ExitCode.TESTS_FAILED
         return exitstatus
@@ -191,53 +200,15 @@ class RolloutTaxSession:
                 planes[name] = plane.to_dict()
         return planes
 
-    def _write_json(self, report: dict) -> list[str]:
-        """Write ``--rollout-json``; the line saying where, or why not."""
-        path = self.settings.json_path
-        if not path:
-            return []
-        try:
-            written = write_json(path, report)
-        except OSError as exc:
-            self.write_failed = True
-            return [f"rollout-tax: error: cannot write {path}: {exc.strerror or exc}"]
-        return [f"report written to {written}"]
-
-    def _write_html(self, report: dict, verdict: Verdict) -> str:
-        """Write the HTML page of ``report`` (with the baseline and the gate's verdict, if any)."""
-        gate = self.settings.gate
-        baseline = gate.baseline
-        try:
-            page = html.render(
-                report,
-                baseline=baseline.report if baseline else None,
-                baseline_label=baseline.label if baseline else "",
-                verdict=verdict if gate.compare is not None else None,
-                title=html.run_title(report, self._run_name(verdict)),
-            )
-            path = html.write(self.settings.html_path, page)
-        except OSError as exc:
-            self.write_failed = True
-            return (
-                f"rollout-tax: error: cannot write {self.settings.html_path}: {exc.strerror or exc}"
-            )
-        return f"HTML report written to {path}"
-
-    def _run_name(self, verdict: Verdict) -> str | None:
-        """How the page names this run: the file it was saved to, else its JSON report."""
-        if verdict.saved:
-            return verdict.saved[0].name
-        return self.settings.json_path
-
     def _history_gate(self, saved: tuple) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""
         if not saved:
-            self.summary_lines.append(
+            self.history_lines.append(
                 "rollout-tax: --rollout-history-fail has no effect: this run was not saved "
                 "(add --rollout-autosave)"
             )
             return False
-        lines, regression = history.new_change_points(self.settings.gate.storage, saved)
-        self.summary_lines += lines
+        lines, regression = history.new_change_points(self.gate.storage, saved)
+        self.history_lines += lines
         self.regression_lines = [*self.regression_lines, *regression]
         return bool(regression)

@@ -19,15 +19,12 @@ from ..errors import ConfigError, NotRegularFileError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
 from ..gate.storage import DEFAULT_STORAGE
-from ..page import plots
 from ..replay import MODES, Mode
 from ..replay.load import REPLAY_SUFFIXES
 from ..report.aggregate import STEP_CHOICES
-from ..report.files import check_report_path
 from ..report.projection import Scale
 from ..substrates.registry import Registry
 from ..substrates.selection import Catalog, SubstrateSpec, resolve, split_names, variant_tables
-from .gating import Gate
 from .shard import Shard, parse_start
 
 #: ``--rollout-order`` choices.
@@ -78,15 +75,10 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "string", ""),
     (flags.FLEET.plugin, {"metavar": flags.FLEET.metavar}, f"{flags.FLEET.help} (default: none)",
      "string", ""),
-    ("--rollout-json", {"metavar": "PATH"},
-     "write the full report (schema rollout-tax/2) to PATH", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
      "string", "all"),
-    ("--rollout-html", {"metavar": "PATH"},
-     "write the report as one self-contained HTML page with plots to PATH "
-     "(needs the [html] extra: matplotlib)", "string", None),
     ("--rollout-save", {"metavar": "NAME"},
      "save this run as STORAGE/NAME.json for later comparison", "string", None),
     ("--rollout-autosave", {"action": "store_true", "default": None},
@@ -180,15 +172,12 @@ class Settings:
     rounds_from_cli: bool
     probes: int
     scale: Scale
-    json_path: str | None
     #: ``--rollout-burst`` levels (empty: no burst).
     bursts: list[int]
     #: ``--rollout-fleet`` workers, or None.
     fleet: int | None
     #: Which step columns ``rollouts[]`` items keep: ``all`` or ``none``.
     json_steps: str
-    html_path: str | None
-    gate: Gate
     #: Every substrate name a marker may use, and which of them are aliases.
     catalog: Catalog
     #: Trajectory files and directories to replay (``--rollout-replay``), and how.
@@ -215,23 +204,12 @@ class Settings:
             aliases = registry.aliases()
             opts = option(config, "--substrate-opt")
             specs = resolve(selected, opts, tables, registry.names(), aliases)
-            json_path = option(config, "--rollout-json")
-            if json_path:
-                check_report_path(json_path, f"--rollout-json={json_path}")
             json_steps = str(option(config, "--rollout-json-steps"))
             if json_steps not in STEP_CHOICES:
                 raise ValueError(f"--rollout-json-steps={json_steps!r}: expected all or none")
             bursts = _burst_levels(str(option(config, "--rollout-burst") or ""))
             fleet_text = str(option(config, flags.FLEET.plugin) or "").strip()
             fleet = flags.FLEET.value(fleet_text, flags.FLEET.plugin) if fleet_text else None
-            html_path = option(config, "--rollout-html")
-            if html_path:
-                where = f"--rollout-html={html_path}"
-                check_report_path(html_path, where)
-                try:
-                    plots.require()
-                except plots.PlotsUnavailable as exc:
-                    raise ValueError(f"{where}: {exc}") from None
             think_text = option(config, flags.THINK_TIME.plugin)
             think = None
             if think_text is not None:
@@ -247,14 +225,6 @@ class Settings:
                 raise ValueError(
                     f"--rollout-replay-mode={replay_mode!r}: expected {' or '.join(MODES)}"
                 )
-            gate = Gate.from_options(
-                storage=option(config, "--rollout-storage"),
-                save=option(config, "--rollout-save"),
-                autosave=bool(option(config, "--rollout-autosave")),
-                compare=option(config, "--rollout-compare"),
-                fail=option(config, "--rollout-compare-fail"),
-                load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
-            )
             order = str(option(config, "--rollout-order"))
             if order not in ORDERS:
                 raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
@@ -276,12 +246,9 @@ class Settings:
             rounds_from_cli=config.getoption("rollout_rounds", None) is not None,
             probes=number(config, "--rollout-probes", int, 0, MAX_PROBES),
             scale=scale,
-            json_path=json_path,
             bursts=bursts,
             fleet=fleet,
             json_steps=json_steps,
-            html_path=html_path,
-            gate=gate,
             catalog=Catalog.of(tables, aliases),
             replay_paths=replay_paths,
             replay_mode=replay_mode,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ..fleet.substrates import Substrates
+from ..fleet.instances import Substrates
 
 #: The controller's session id, handed to every worker (they label sandboxes alike).
 SESSION_ID_KEY = "rollout_tax_session"

@@ -19,11 +19,6 @@ OPENHANDS_HEADER = re.compile(r"EXECUTION RESULT of \[[^\]\n]+\]:\n")
 ALIASES = {"execute_bash": "bash", "finish": "submit"}
 
 
-def has_calls(text: str) -> bool:
-    """Whether ``text`` holds an XML function call."""
-    return _FUNCTION.search(text) is not None
-
-
 def call(text: str, aliases: dict[str, str] = ALIASES) -> tuple[str, dict[str, str]] | None:
     """The function call in an assistant message: its name (``aliases`` renamed) and
     arguments (each without the newline the format wraps a multi-line value in); None when it

@@ -93,6 +93,11 @@ class Row:
     optional: dict[str, array] = field(default_factory=dict)
 
     @property
+    def walls_s(self) -> list[float]:
+        """The steps' wall times in seconds (the one conversion from the stored µs)."""
+        return [wall / MICROSECONDS for wall in self.wall_us]
+
+    @property
     def key(self) -> tuple[str, str, int]:
         return (self.fields["substrate"], self.fields["test"], self.fields["round"])
 
@@ -155,7 +160,7 @@ class Aggregate:
                 name: pack(steps[name]) for name in OPTIONAL_STEP_COLUMNS if name in steps
             }
         self.rows.append(row)
-        walls = array("d", (wall / MICROSECONDS for wall in row.wall_us))
+        walls = array("d", row.walls_s)
         think = (us / MICROSECONDS for us in step_column(steps, "think_us") if us is not None)
         recorded = ()
         if (fields.get("replay") or {}).get("mode") == "shape":

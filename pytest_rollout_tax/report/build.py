@@ -9,23 +9,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..core.record import FAILED_OUTCOMES, MICROSECONDS, STEP_COLUMNS, UNBOUND, Rollout
+from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, UNBOUND
 from ..core.stats import Stats
-from ..fleet import burst
-from ..fleet.pool import PoolStats, entry_idle_per_claim
+from ..fleet.pool import PoolStats
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
-from .projection import (
-    Scale,
-    decompose,
-    fleet_hours,
-    projected_step,
-    rollout_seconds,
-    spread,
-    step_overhead,
-    tax_hours,
-    worker_hours,
-)
+from .projection import Means, Scale, project, spread, step_overhead
 from .ranking import rank, rollout_units
 from .schema import SCHEMA
 
@@ -44,45 +33,35 @@ class Fleet:
 
 
 def summarize_substrate(
-    rows: list[Row], samples: Samples, scale: Scale, fleet: Fleet | None = None, name: str = ""
+    rows: list[Row], samples: Samples, fleet: Fleet | None = None, name: str = ""
 ) -> dict:
-    """One ``substrates[NAME]`` entry of the report, from its rows in report order."""
+    """One ``substrates[NAME]`` entry of the report, from its rows in report order: what was
+    measured, with its projected keys still None (:func:`projected_keys` fills them)."""
     fleet = fleet or Fleet()
-    cold = Stats.of(samples.cold_start)
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
-    teardown = Stats.of(samples.teardown)
-    think = Stats.of(samples.think)
-    scale = scale.with_recorded_think(think.mean if think else None)
     pool = fleet.pools.get(name)
-    idle_s = pool.idle_per_claim_s if pool else 0.0  # a warm pool's idle sandbox-s per rollout
     command = recorded_command(samples, action, step)
-    command_s = command["mean_s"] if command else None
-    step_s = projected_step_of(action, step, command_s)
-    hours = project_worker_hours(scale, cold, step, teardown, idle_s=idle_s, step_s=step_s)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
     prices = [r["price_per_hour"] for r in records if r["price_per_hour"] is not None]
-    price = prices[-1] if prices else None
     entry = {
         "kind": _most_common(r["kind"] for r in records),
         "transport": _most_common(r["transport"] for r in records),
         "rollouts": samples.rollouts,
         "failures": samples.failures,
         "failure_reasons": dict(Counter(r["error"] or r["outcome"] for r in failed).most_common()),
-        "cold_start": _dict(cold),
+        "cold_start": _dict(Stats.of(samples.cold_start)),
         "action": _dict(action),
         "step": _dict(step),
-        "teardown": _dict(teardown),
+        "teardown": _dict(Stats.of(samples.teardown)),
         "trajectory": _dict(Stats.of(samples.trajectory)),
-        "think": _dict(think),
+        "think": _dict(Stats.of(samples.think)),
         "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
-        "worker_hours": hours,
-        "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step, idle_s=idle_s),
-        "decomposition": project_decomposition(
-            scale, cold, action, step, teardown, idle_s=idle_s, command_s=command_s
-        ),
+        "worker_hours": None,
+        "tax_hours": None,
+        "decomposition": None,
     }
     if unbound := sum(r["outcome"] == UNBOUND for r in records):  # optional: k8s claims
         entry["unbound"] = unbound
@@ -107,11 +86,8 @@ def summarize_substrate(
         entry["burst"] = fleet.bursts[name]
     if pool is not None:
         entry["pool"] = pool.to_dict()
-    if fleet.workers is not None:
-        entry["fleet"] = project_fleet(entry, scale, fleet.workers)
-    if price is not None:  # optional keys: only substrates that know their price have them
-        entry["price_per_hour"] = price
-        entry["cost_usd"] = hours * price if hours is not None else None
+    if prices:  # optional keys: only substrates that know their price have them
+        entry["price_per_hour"] = prices[-1]
     return entry
 
 
@@ -133,6 +109,24 @@ def launch_types(records: list[dict]) -> dict[str, dict]:
     }
 
 
+def projected_keys(entry: dict, scale: Scale) -> dict:
+    """The projected keys of a ``substrates[NAME]`` entry at ``scale``, through the one door
+    (``projection.project``) from the entry's means: for a live run, a merge and a re-projection
+    alike. ``fleet`` only with a fleet, ``cost_usd`` only with a price."""
+    projected = project(Means.of_entry(entry), scale)
+    decomposition = projected.decomposition
+    keys = {
+        "worker_hours": projected.worker_hours,
+        "tax_hours": projected.tax_hours,
+        "decomposition": decomposition.to_dict() if decomposition else None,
+    }
+    if scale.fleet is not None:
+        keys["fleet"] = projected.fleet.to_dict() if projected.fleet else None
+    if entry.get("price_per_hour") is not None:
+        keys["cost_usd"] = projected.cost_usd
+    return keys
+
+
 def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> dict | None:
     """The ``command`` entry of a substrate whose shape-replayed steps recorded their command
     time: the command time per step the projection counts (recorded where the recording has
@@ -151,28 +145,6 @@ def recorded_command(samples: Samples, action: Stats | None, step: Stats | None)
     }
 
 
-def projected_step_of(
-    action: Stats | None, step: Stats | None, command_s: float | None
-) -> float | None:
-    """The step time projected (``projection.projected_step``), or None without steps."""
-    if step is None:
-        return None
-    if command_s is not None and action is None:
-        return step.mean + command_s  # no probe: the whole measured step is the overhead
-    return projected_step(action.mean if action else 0.0, step.mean, command_s)
-
-
-def entry_step_s(entry: dict) -> float | None:
-    """A report entry's projected step time (its recorded command time, if it has one)."""
-    if not entry.get("step"):
-        return None
-    command = entry.get("command")
-    action = Stats.from_dict(entry["action"]) if entry.get("action") else None
-    return projected_step_of(
-        action, Stats.from_dict(entry["step"]), command["mean_s"] if command else None
-    )
-
-
 def divergence_of(samples: Samples) -> dict | None:
     """The ``divergence`` entry of a substrate that replayed exactly, else None."""
     if not samples.replayed_steps:
@@ -182,133 +154,6 @@ def divergence_of(samples: Samples) -> dict | None:
         "divergent_steps": samples.divergent_steps,
         "kinds": {kind: n for kind, n in samples.divergence.most_common() if n},
     }
-
-
-def project_worker_hours(
-    scale: Scale,
-    cold: Stats | None,
-    step: Stats | None,
-    teardown: Stats | None,
-    *,
-    idle_s: float = 0.0,
-    step_s: float | None = None,
-) -> float | None:
-    """Projected worker-hours from the means (plus a warm pool's idle time per rollout), or
-    None without a cold start and steps; ``step_s``: the projected step time, when it is not
-    the measured mean (:func:`projected_step_of`)."""
-    if cold is None or step is None:
-        return None
-    return worker_hours(
-        scale,
-        cold_start_s=cold.mean,
-        step_s=step.mean if step_s is None else step_s,
-        teardown_s=teardown.mean if teardown else 0.0,
-        idle_s=idle_s,
-    )
-
-
-def project_fleet(entry: dict, scale: Scale, workers: int) -> dict | None:
-    """The ``fleet`` entry: wall-clock hours and worker-hours of N rollouts on ``workers``
-    concurrent workers, from a report entry's means, or None without a cold start and steps.
-
-    The cold start is the claim with a warm pool (whose idle time per rollout adds worker-hours,
-    not wall-clock time), else the measured burst level nearest to ``workers``, else the
-    rollouts' own.
-    """
-    if not entry.get("cold_start") or not entry.get("step"):
-        return None
-    idle = entry_idle_per_claim(entry)
-    level = None if entry.get("pool") else burst.nearest(entry.get("burst") or [], workers)
-    if entry.get("pool"):
-        source = f"warm pool claims (pool={entry['pool']['size']}), with its idle time"
-    elif level is not None:
-        source = f"burst level {level['concurrency']}"
-    else:
-        source = "rollouts (no burst measured)"
-    cold = (level or entry)["cold_start"]["mean"]
-    teardown = entry["teardown"]["mean"] if entry.get("teardown") else 0.0
-    per_rollout = rollout_seconds(
-        scale, cold_start_s=cold, step_s=entry_step_s(entry), teardown_s=teardown
-    )
-    wall, hours = fleet_hours(scale, workers, per_rollout, idle)
-    return {
-        "workers": workers,
-        "cold_start_from": source,
-        "burst_level": level["concurrency"] if level else None,
-        "cold_start_s": cold,
-        "idle_s": idle,
-        "wall_clock_hours": wall,
-        "worker_hours": hours,
-    }
-
-
-def project_tax_hours(
-    scale: Scale,
-    cold: Stats | None,
-    action: Stats | None,
-    teardown: Stats | None,
-    *,
-    step: Stats | None,
-    idle_s: float = 0.0,
-) -> float | None:
-    """Projected tax-hours from the means (the per-step tax capped at the mean step), or None
-    without a cold start and probes."""
-    if cold is None or action is None:
-        return None
-    return tax_hours(
-        scale,
-        cold_start_s=cold.mean,
-        action_s=action.mean,
-        teardown_s=teardown.mean if teardown else 0.0,
-        step_s=step.mean if step else None,
-        idle_s=idle_s,
-    )
-
-
-def project_decomposition(
-    scale: Scale,
-    cold: Stats | None,
-    action: Stats | None,
-    step: Stats | None,
-    teardown: Stats | None,
-    *,
-    idle_s: float = 0.0,
-    command_s: float | None = None,
-) -> dict[str, float] | None:
-    """The report's ``decomposition`` (hours by part, adding up to the worker-hours), or None
-    without a cold start, probes and steps; ``command_s``: a recorded command time per step."""
-    if cold is None or action is None or step is None:
-        return None
-    return decompose(
-        scale,
-        cold_start_s=cold.mean,
-        action_s=action.mean,
-        step_s=step.mean,
-        teardown_s=teardown.mean if teardown else 0.0,
-        idle_s=idle_s,
-        command_s=command_s,
-    ).to_dict()
-
-
-def build_report(
-    rollouts: Iterable[Rollout],
-    scale: Scale,
-    *,
-    plugin_version: str,
-    machine: dict,
-    commit: dict | None,
-    fleet: Fleet | None = None,
-) -> dict:
-    """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
-    report = summarize(
-        Aggregate.of(rollouts),
-        scale,
-        plugin_version=plugin_version,
-        machine=machine,
-        commit=commit,
-        fleet=fleet,
-    )
-    return {**report, "rollouts": list(report["rollouts"])}
 
 
 def summarize(
@@ -333,15 +178,19 @@ def summarize(
     ``client``; ``not_run``: selected substrates that ran no rollout, and why.
     """
     recorded = aggregate.sorted_rows()
-    scale = resolve_steps(scale, recorded)
+    scale = dataclasses.replace(
+        resolve_steps(scale, recorded), fleet=fleet.workers if fleet else None
+    )
     by_substrate: dict[str, list[Row]] = {}
     for row in recorded:
         by_substrate.setdefault(row.fields["substrate"], []).append(row)
     substrates = {
-        name: summarize_substrate(group, aggregate.samples[name], scale, fleet, name)
+        name: summarize_substrate(group, aggregate.samples[name], fleet, name)
         for name, group in sorted(by_substrate.items())
     }
-    isolation.apply(substrates, by_substrate, scale)
+    isolation.measure(substrates, by_substrate)
+    for entry in substrates.values():
+        entry.update(projected_keys(entry, scale))
     think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
     scale = scale.with_recorded_think(think.mean if think else None)
     for name, plane in (control_planes or {}).items():
@@ -354,13 +203,7 @@ def summarize(
         "machine": machine,
         "commit": commit,
         "client": client,
-        "projection": {
-            "rollouts": scale.rollouts,
-            "steps": scale.steps,
-            "think_time_s": scale.think_time_s,
-            "think_time_source": scale.think_time_source,
-            "fleet": fleet.workers if fleet else None,
-        },
+        "projection": projection_of(scale),
         "substrates": substrates,
         "spread": spread_of(substrates),
         "ranking": rank(substrates, rollout_units(_unit_rows(recorded), scale), scale),
@@ -375,6 +218,29 @@ def for_saving(report: dict) -> dict:
     rows = report["rollouts"]
     columns = dict.fromkeys((*GATE_COLUMNS, *rows.columns))
     return {**report, "rollouts": rows.keeping([c for c in STEP_COLUMNS if c in columns])}
+
+
+def projection_of(scale: Scale) -> dict:
+    """The report's ``projection`` entry (:func:`scale_of` reads it back)."""
+    return {
+        "rollouts": scale.rollouts,
+        "steps": scale.steps,
+        "think_time_s": scale.think_time_s,
+        "think_time_source": scale.think_time_source,
+        "fleet": scale.fleet,
+    }
+
+
+def scale_of(report: dict) -> Scale:
+    """The scale of a report's ``projection`` entry."""
+    projection = report["projection"]
+    return Scale(
+        projection["rollouts"],
+        projection["steps"],
+        projection["think_time_s"],
+        projection.get("think_time_source", "option"),  # runs saved before it was recorded
+        projection.get("fleet"),
+    )
 
 
 def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
@@ -408,8 +274,7 @@ def _unit_rows(rows: list[Row]) -> Iterable[tuple[str, float | None, list[float]
     teardown."""
     for row in rows:
         fields = row.fields
-        walls = [wall / MICROSECONDS for wall in row.wall_us]
-        yield fields["substrate"], fields["cold_start_s"], walls, fields["teardown_s"]
+        yield fields["substrate"], fields["cold_start_s"], row.walls_s, fields["teardown_s"]
 
 
 def absent(
@@ -434,7 +299,7 @@ def shared_sandboxes(rows: list[Row]) -> list[dict]:
     for row in rows:
         sandbox_id = row.fields.get("sandbox_id")
         if sandbox_id:
-            name = f"{row.fields['test']}[{row.fields['substrate']}-{row.fields['round']}]"
+            name = row.fields["test"]  # the test id already names its substrate and round
             users.setdefault((row.fields["substrate"], sandbox_id), []).append(name)
     return [
         {"substrate": substrate, "sandbox_id": sandbox_id, "rollouts": names}

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..core.record import MICROSECONDS, workload_of
+from ..core.record import workload_of
 from .aggregate import Row
-from .projection import SECONDS_PER_HOUR, Scale, step_overhead
+from .projection import step_overhead
 from .units import seconds
 
 #: The runtime every other runtime is measured against.
@@ -40,7 +40,7 @@ def command_means(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:
         fields = row.fields
         workload = workload_of(fields["test"], fields["substrate"], fields["round"])
         total = totals.setdefault(workload, [0.0, 0])
-        total[0] += sum(row.wall_us) / MICROSECONDS
+        total[0] += sum(row.walls_s)
         total[1] += len(row.wall_us)
     return {test: (wall / count, int(count)) for test, (wall, count) in totals.items() if count}
 
@@ -73,10 +73,10 @@ def excess_per_step(
     return excess / weight, (mine_total / theirs_total if theirs_total > 0 else None), tests
 
 
-def apply(substrates: dict[str, dict], rows: dict[str, list[Row]], scale: Scale) -> None:
-    """Give every substrate on another runtime than the default its ``isolation`` entry and,
-    with a reference in the run, the ``isolation`` part of its decomposition, counted in its
-    tax-hours (and no longer in ``command``)."""
+def measure(substrates: dict[str, dict], rows: dict[str, list[Row]]) -> None:
+    """Give every substrate on another runtime than the default its ``isolation`` entry: its
+    reference and, with one in the run, its excess command time per step, which the projection
+    (``projection.tax_hours``, ``decompose``) counts in its tax-hours."""
     for name, entry in substrates.items():
         runtime = entry.get("runtime")
         if runtime is None or runtime == DEFAULT_RUNTIME:
@@ -90,17 +90,8 @@ def apply(substrates: dict[str, dict], rows: dict[str, list[Row]], scale: Scale)
         per_step, command_ratio, tests = excess_per_step(
             rows[name], rows[reference], entry["action"]["mean"], base["action"]["mean"]
         )
-        if not tests:
-            continue
-        per_step = max(per_step, 0.0)  # a runtime faster than runc costs no isolation
-        info.update(per_step_s=per_step, command_ratio=command_ratio, tests=tests)
-        hours = scale.rollouts * scale.steps * per_step / SECONDS_PER_HOUR
-        parts = entry.get("decomposition")
-        if parts is not None:
-            parts["isolation"] = hours
-            parts["command"] = max(parts["command"] - hours, 0.0)
-        if entry.get("tax_hours") is not None:
-            entry["tax_hours"] += hours
+        if tests:  # a runtime faster than runc costs no isolation
+            info.update(per_step_s=max(per_step, 0.0), command_ratio=command_ratio, tests=tests)
 
 
 def runtime_lines(substrates: dict[str, dict]) -> list[str]:

@@ -21,7 +21,6 @@ from .build import Fleet, summarize
 from .files import write_json
 from .machine import CLOCK_NOTE
 from .projection import Scale
-from .terminal import render_summary
 
 #: The projection settings that must agree (unless forced).
 PROJECTION_KEYS = ("rollouts", "steps", "think_time_s", "think_time_source")
@@ -248,7 +247,6 @@ def write(
     force: bool = False,
     failed: Mapping[int, str] | None = None,
 ) -> list[str]:
-    """Merge ``parts``, write the report to ``path``; the merged summary's lines."""
+    """Merge ``parts`` and write the report to ``path``; the report and where it went."""
     report = merge(parts, force=force, failed=failed)
-    written = write_json(path, report)
-    return [*render_summary(report), f"merged report written to {written}"]
+    return report, write_json(path, report)

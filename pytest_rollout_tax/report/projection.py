@@ -1,4 +1,8 @@
-"""Worker-hour projection and the spread between substrates (docs/measurement.md)."""
+"""The projection: one door, :func:`project`, from a substrate's :class:`Means` to its
+:class:`Projected` hours at a :class:`Scale`, each term one function (docs/measurement.md).
+
+A new term is a function of ``(means, scale)``, a field of ``Projected`` set in
+:func:`project`, and its test."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ..core.limits import check
+from ..fleet.pool import idle_per_claim
 
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
 #: trajectories' recorded think time, or nowhere (0).
@@ -26,6 +31,8 @@ class Scale:
     steps: int | None = 150
     think_time_s: float = 0.0
     think_time_source: ThinkSource = "option"
+    #: Concurrent workers to project wall-clock hours for (``--rollout-fleet``), or None.
+    fleet: int | None = None
 
     @classmethod
     def parse(
@@ -61,37 +68,179 @@ class Scale:
         return dataclasses.replace(self, think_time_s=think_s, think_time_source="recorded")
 
 
+@dataclass(frozen=True)
+class Means:
+    """What a projection starts from: one substrate's means, in seconds.
+
+    Made once per substrate, from its samples in a live run (``build``) or from a saved
+    report's entry (:meth:`of_entry`); :func:`project` turns it into hours.
+    """
+
+    #: Mean cold start, no-op probe and measured step (None: not measured), mean teardown.
+    cold_start_s: float | None
+    action_s: float | None
+    step_s: float | None
+    teardown_s: float = 0.0
+    #: A warm pool's idle sandbox-seconds per claimed rollout (0 without a pool).
+    idle_s: float = 0.0
+    #: A shape replay's recorded command time per step, when it is known apart from the step.
+    command_s: float | None = None
+    #: A sandbox runtime's excess command time per step over the default runtime's (None:
+    #: not measured, the default runtime or no reference in the run).
+    isolation_s: float | None = None
+    #: The substrate's recorded think time per step (replays), used unless an option set one.
+    think_s: float | None = None
+    #: Price per sandbox-hour, for substrates that know theirs.
+    price_per_hour: float | None = None
+    #: Burst levels measured, as (concurrency, mean cold start) pairs; a warm pool's size.
+    bursts: tuple[tuple[int, float], ...] = ()
+    pool_size: int | None = None
+
+    @classmethod
+    def of_entry(cls, entry: dict) -> Means:
+        """The means of a report's ``substrates[NAME]`` entry (a saved or merged run)."""
+
+        def mean(metric: str) -> float | None:
+            return entry[metric]["mean"] if entry.get(metric) else None
+
+        pool, command = entry.get("pool"), entry.get("command")
+        return cls(
+            cold_start_s=mean("cold_start"),
+            action_s=mean("action"),
+            step_s=mean("step"),
+            teardown_s=mean("teardown") or 0.0,
+            idle_s=idle_per_claim(pool["idle_sandbox_s"], pool["hits"] + pool["misses"])
+            if pool
+            else 0.0,
+            command_s=command["mean_s"] if command else None,
+            isolation_s=(entry.get("isolation") or {}).get("per_step_s"),
+            think_s=mean("think"),
+            price_per_hour=entry.get("price_per_hour"),
+            bursts=tuple(
+                (level["concurrency"], level["cold_start"]["mean"])
+                for level in entry.get("burst") or ()
+                if level.get("cold_start")
+            ),
+            pool_size=pool["size"] if pool else None,
+        )
+
+    @property
+    def projected_step_s(self) -> float | None:
+        """The step time the projection counts: the measured step, or, when the command time
+        is known apart, the substrate's part of the step (:func:`step_overhead`) plus it."""
+        if self.step_s is None:
+            return None
+        if self.command_s is None:
+            return self.step_s
+        if self.action_s is None:  # no probe: the whole measured step is the overhead
+            return self.step_s + self.command_s
+        return step_overhead(self.action_s, self.step_s) + self.command_s
+
+
+@dataclass(frozen=True)
+class FleetHours:
+    """N rollouts on W concurrent workers: ``ceil(N / W)`` waves, the cold start from a warm
+    pool's claims, else the measured burst level nearest to W, else the rollouts' own."""
+
+    workers: int
+    cold_start_from: str
+    burst_level: int | None
+    cold_start_s: float
+    idle_s: float
+    wall_clock_hours: float
+    worker_hours: float
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Projected:
+    """Every projected figure of one substrate at one scale."""
+
+    worker_hours: float | None
+    tax_hours: float | None
+    decomposition: Decomposition | None
+    fleet: FleetHours | None = None
+    cost_usd: float | None = None
+
+
+def project(means: Means, scale: Scale) -> Projected:
+    """The one door of the projection: ``means`` at ``scale`` (its think time the substrate's
+    recorded one unless an option set it)."""
+    scale = scale.with_recorded_think(means.think_s)
+    worker = worker_hours(means, scale)
+    return Projected(
+        worker_hours=worker,
+        tax_hours=tax_hours(means, scale),
+        decomposition=decompose(means, scale),
+        fleet=fleet_hours(means, scale),
+        cost_usd=cost_usd(means, worker),
+    )
+
+
 def rollout_seconds(
     scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float, idle_s: float = 0.0
 ) -> float:
-    """Seconds one rollout occupies: ``cold + S * (step + think) + teardown + idle``.
+    """Seconds one rollout occupies: ``cold + S * (step + think) + teardown + idle``, the one
+    formula of a rollout's worker time (the hours, the noise test's units, the fleet).
 
     ``idle_s`` is a warm pool's idle sandbox time per claimed rollout (0 without a pool).
     """
-    return cold_start_s + scale.steps * (step_s + scale.think_time_s) + teardown_s + idle_s
+    return cold_start_s + (scale.steps or 0) * (step_s + scale.think_time_s) + teardown_s + idle_s
 
 
-def worker_hours(
-    scale: Scale, *, cold_start_s: float, step_s: float, teardown_s: float, idle_s: float = 0.0
-) -> float:
-    """Hours of worker time for the whole run: ``N * (cold + S * (step + think) + teardown
-    + idle)``, the last term a warm pool's idle sandbox time per rollout."""
+def worker_hours(means: Means, scale: Scale) -> float | None:
+    """Hours of worker time for the whole run, ``N * rollout_seconds``, or None without a cold
+    start and steps."""
+    step_s = means.projected_step_s
+    if means.cold_start_s is None or step_s is None:
+        return None
     per_rollout = rollout_seconds(
-        scale, cold_start_s=cold_start_s, step_s=step_s, teardown_s=teardown_s, idle_s=idle_s
+        scale,
+        cold_start_s=means.cold_start_s,
+        step_s=step_s,
+        teardown_s=means.teardown_s,
+        idle_s=means.idle_s,
     )
     return scale.rollouts * per_rollout / SECONDS_PER_HOUR
 
 
-def fleet_hours(
-    scale: Scale, workers: int, rollout_s: float, idle_s: float = 0.0
-) -> tuple[float, float]:
-    """Wall-clock hours and worker-hours of N rollouts of ``rollout_s`` each on ``workers``
-    concurrent workers: ``ceil(N / W)`` waves one after another. A warm pool's idle time per
-    rollout (``idle_s``) costs worker-hours but no wall-clock time: it passes in the background.
-    """
+def fleet_hours(means: Means, scale: Scale) -> FleetHours | None:
+    """Wall-clock hours and worker-hours on ``scale.fleet`` workers, or None without a fleet,
+    a cold start or steps. A warm pool's idle time costs worker-hours but no wall-clock time:
+    it passes in the background."""
+    workers, step_s = scale.fleet, means.projected_step_s
+    if workers is None or means.cold_start_s is None or step_s is None:
+        return None
+    level, cold = None, means.cold_start_s
+    if means.pool_size is not None:
+        source = f"warm pool claims (pool={means.pool_size}), with its idle time"
+    elif means.bursts:
+        level, cold = min(means.bursts, key=lambda lv: (abs(lv[0] - workers), -lv[0]))
+        source = f"burst level {level}"
+    else:
+        source = "rollouts (no burst measured)"
+    per_rollout = rollout_seconds(
+        scale, cold_start_s=cold, step_s=step_s, teardown_s=means.teardown_s
+    )
     waves = -(-scale.rollouts // workers)
-    wall = waves * rollout_s / SECONDS_PER_HOUR
-    return wall, scale.rollouts * (rollout_s + idle_s) / SECONDS_PER_HOUR
+    return FleetHours(
+        workers=workers,
+        cold_start_from=source,
+        burst_level=level,
+        cold_start_s=cold,
+        idle_s=means.idle_s,
+        wall_clock_hours=waves * per_rollout / SECONDS_PER_HOUR,
+        worker_hours=scale.rollouts * (per_rollout + means.idle_s) / SECONDS_PER_HOUR,
+    )
+
+
+def cost_usd(means: Means, worker: float | None) -> float | None:
+    """The projected worker-hours' cost at the substrate's price, or None without one."""
+    if means.price_per_hour is None or worker is None:
+        return None
+    return worker * means.price_per_hour
 
 
 def step_overhead(action_s: float, step_s: float | None = None) -> float:
@@ -99,28 +248,22 @@ def step_overhead(action_s: float, step_s: float | None = None) -> float:
     return action_s if step_s is None else min(action_s, step_s)
 
 
-def projected_step(action_s: float, step_s: float, command_s: float | None = None) -> float:
-    """The step time the projection counts: the measured step, or, when the command time is
-    known apart (a shape replay's recorded command time), the substrate's part of the measured
-    step (:func:`step_overhead`) plus that command time."""
-    return step_s if command_s is None else step_overhead(action_s, step_s) + command_s
+def isolation_hours(means: Means, scale: Scale) -> float:
+    """Hours a sandbox runtime adds to the commands: ``N * S * isolation``."""
+    return scale.rollouts * (scale.steps or 0) * (means.isolation_s or 0.0) / SECONDS_PER_HOUR
 
 
-def tax_hours(
-    scale: Scale,
-    *,
-    cold_start_s: float,
-    action_s: float,
-    teardown_s: float,
-    step_s: float | None = None,
-    idle_s: float = 0.0,
-) -> float:
-    """Hours the substrate alone costs: ``N * (cold + S * min(action, step) + teardown + idle)``.
+def tax_hours(means: Means, scale: Scale) -> float | None:
+    """Hours the substrate alone costs: ``N * (cold + S * min(action, step) + teardown + idle)``
+    plus its runtime's isolation, or None without a cold start and probes.
 
     Without a step time (no steps measured) the per-step part is the no-op probe's alone.
     """
-    overhead = scale.steps * step_overhead(action_s, step_s)
-    return scale.rollouts * (cold_start_s + overhead + teardown_s + idle_s) / SECONDS_PER_HOUR
+    if means.cold_start_s is None or means.action_s is None:
+        return None
+    overhead = (scale.steps or 0) * step_overhead(means.action_s, means.step_s)
+    per_rollout = means.cold_start_s + overhead + means.teardown_s + means.idle_s
+    return scale.rollouts * per_rollout / SECONDS_PER_HOUR + isolation_hours(means, scale)
 
 
 @dataclass(frozen=True)
@@ -136,6 +279,8 @@ class Decomposition:
     teardown: float
     #: A warm pool's idle sandboxes; 0 without a pool.
     idle: float = 0.0
+    #: A sandbox runtime's excess command time (``isolation``); None: no other runtime.
+    isolation: float | None = None
 
     PARTS: ClassVar[tuple[str, ...]] = (
         "cold_start", "overhead", "command", "think", "teardown", "idle",
@@ -145,42 +290,37 @@ class Decomposition:
 
     @property
     def worker_hours(self) -> float:
-        return math.fsum(getattr(self, part) for part in self.PARTS)
+        return math.fsum(getattr(self, part) for part in self.PARTS) + (self.isolation or 0.0)
 
     @property
     def tax_hours(self) -> float:
-        return math.fsum(getattr(self, part) for part in self.TAX)
+        return math.fsum(getattr(self, part) for part in self.TAX) + (self.isolation or 0.0)
 
     def to_dict(self) -> dict[str, float]:
-        return {part: getattr(self, part) for part in self.PARTS}
+        parts = {part: getattr(self, part) for part in self.PARTS}
+        return parts if self.isolation is None else {**parts, "isolation": self.isolation}
 
 
-def decompose(
-    scale: Scale,
-    *,
-    cold_start_s: float,
-    action_s: float,
-    step_s: float,
-    teardown_s: float,
-    idle_s: float = 0.0,
-    command_s: float | None = None,
-) -> Decomposition:
-    """Split :func:`worker_hours` into its parts, the per-step tax as :func:`tax_hours` counts it.
-
-    ``idle_s``: a warm pool's idle sandbox-seconds per rollout (0 without a pool).
-    ``command_s``: the command time per step when it is not the measured step's rest (a shape
-    replay's recorded command time, :func:`projected_step`); ``step_s`` is the measured step.
-    """
+def decompose(means: Means, scale: Scale) -> Decomposition | None:
+    """Split :func:`worker_hours` into its parts, the per-step tax as :func:`tax_hours` counts
+    it, or None without a cold start, probes and steps. The command part is the recorded
+    command time where a shape replay has it, else the measured step's rest; a runtime's
+    isolation moves from it to a part of its own."""
+    if means.cold_start_s is None or means.action_s is None or means.step_s is None:
+        return None
     per_hour = scale.rollouts / SECONDS_PER_HOUR
-    overhead = step_overhead(action_s, step_s)
-    command = step_s - overhead if command_s is None else command_s
+    steps = scale.steps or 0
+    overhead = step_overhead(means.action_s, means.step_s)
+    command = means.step_s - overhead if means.command_s is None else means.command_s
+    isolation = None if means.isolation_s is None else isolation_hours(means, scale)
     return Decomposition(
-        cold_start=cold_start_s * per_hour,
-        overhead=scale.steps * overhead * per_hour,
-        command=scale.steps * command * per_hour,
-        think=scale.steps * scale.think_time_s * per_hour,
-        teardown=teardown_s * per_hour,
-        idle=idle_s * per_hour,
+        cold_start=means.cold_start_s * per_hour,
+        overhead=steps * overhead * per_hour,
+        command=max(steps * command * per_hour - (isolation or 0.0), 0.0),
+        think=steps * scale.think_time_s * per_hour,
+        teardown=means.teardown_s * per_hour,
+        idle=means.idle_s * per_hour,
+        isolation=isolation,
     )
 
 

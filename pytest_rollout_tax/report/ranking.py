@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from ..core.record import step_walls
 from .noise import evidence
-from .projection import SECONDS_PER_HOUR, Scale
+from .projection import SECONDS_PER_HOUR, Scale, rollout_seconds
 
 #: What the noise test said of a substrate's difference from the cheapest.
 RESOLVED = "resolved"  #: credible: p < ALPHA
@@ -20,13 +20,14 @@ def rollout_units(
     rows: Iterable[tuple[str, float | None, Sequence[float], float | None]], scale: Scale
 ) -> dict[str, list[float]]:
     """Each substrate's rollouts as the noise test's units: a rollout's projected worker
-    seconds, ``cold + S * mean step + teardown``, from (substrate, cold start, step walls,
-    teardown) in seconds. Rollouts without a cold start or steps give none."""
+    seconds (``projection.rollout_seconds`` of its mean step), from (substrate, cold start,
+    step walls, teardown) in seconds. Rollouts without a cold start or steps give none."""
     units: dict[str, list[float]] = {}
     for substrate, cold, walls, teardown in rows:
         if cold is None or not walls:
             continue
-        seconds = cold + (scale.steps or 0) * math.fsum(walls) / len(walls) + (teardown or 0.0)
+        step_s = math.fsum(walls) / len(walls)
+        seconds = rollout_seconds(scale, cold_start_s=cold, step_s=step_s, teardown_s=teardown or 0)
         units.setdefault(substrate, []).append(seconds)
     return units
 

@@ -9,16 +9,8 @@ from dataclasses import dataclass
 
 from ..core.record import step_walls
 from ..core.stats import Stats
-from ..fleet.pool import entry_idle_per_claim
-from .build import (
-    entry_step_s,
-    project_decomposition,
-    project_fleet,
-    project_tax_hours,
-    project_worker_hours,
-    spread_of,
-)
-from .projection import Scale
+from .build import projected_keys, projection_of, scale_of, spread_of
+from .projection import Means, Scale, project, rollout_seconds, worker_hours
 from .ranking import rank, report_units
 from .schema import SAMPLE_METRICS
 
@@ -56,9 +48,14 @@ class Side:
             if metric == "worker_hours":
                 cold, steps = rollout.get("cold_start"), rollout.get("step")
                 if cold and steps:
-                    mean_step = math.fsum(steps) / len(steps)
-                    teardown = sum(rollout.get("teardown", ()))
-                    figures.append(cold[0] + self.steps * mean_step + teardown)
+                    figures.append(
+                        rollout_seconds(
+                            Scale(steps=self.steps),  # no think time: the environment's seconds
+                            cold_start_s=cold[0],
+                            step_s=math.fsum(steps) / len(steps),
+                            teardown_s=sum(rollout.get("teardown", ())),
+                        )
+                    )
             elif len(values := rollout.get(metric, ())) > 1:
                 figures.append(getattr(Stats.of(values), stat))
             elif values:
@@ -72,7 +69,11 @@ class Side:
             metric: Stats.of(v for rollout in rollouts for v in rollout.get(metric, ()))
             for metric in SAMPLE_METRICS
         }
-        hours = project_worker_hours(scale, stats["cold_start"], stats["step"], stats["teardown"])
+        means = Means(
+            *(stats[m].mean if stats[m] else None for m in ("cold_start", "action", "step")),
+            teardown_s=stats["teardown"].mean if stats["teardown"] else 0.0,
+        )
+        hours = worker_hours(means, scale)
         return cls(
             stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
             worker_hours=hours,
@@ -94,43 +95,9 @@ def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
 
 
 def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
-    """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``.
-
-    Projected from the entry's means, as ``summary.summarize_substrate`` does for a live run.
-    """
-    stats = _entry_stats(entry)
-    cold, teardown = stats["cold_start"], stats["teardown"]
-    idle_s = entry_idle_per_claim(entry)
-    scale = entry_scale(entry, scale)
-    return (
-        project_worker_hours(
-            scale, cold, stats["step"], teardown, idle_s=idle_s, step_s=entry_step_s(entry)
-        ),
-        project_tax_hours(
-            scale, cold, stats["action"], teardown, step=stats["step"], idle_s=idle_s
-        ),
-    )
-
-
-def decompose_entry(entry: dict, scale: Scale) -> dict[str, float] | None:
-    """The worker-hours decomposition of a report's ``substrates[NAME]`` entry at ``scale``."""
-    stats = _entry_stats(entry)
-    return project_decomposition(
-        entry_scale(entry, scale),
-        stats["cold_start"],
-        stats["action"],
-        stats["step"],
-        stats["teardown"],
-        idle_s=entry_idle_per_claim(entry),
-        command_s=command["mean_s"] if (command := entry.get("command")) else None,
-    )
-
-
-def _entry_stats(entry: dict) -> dict[str, Stats | None]:
-    return {
-        metric: Stats.from_dict(entry[metric]) if entry.get(metric) else None
-        for metric in ("cold_start", "action", "step", "teardown")
-    }
+    """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``."""
+    projected = project(Means.of_entry(entry), scale)
+    return projected.worker_hours, projected.tax_hours
 
 
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
@@ -149,23 +116,6 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
     }
 
 
-def entry_scale(entry: dict, scale: Scale) -> Scale:
-    """``scale`` for one ``substrates[NAME]`` entry: with its own recorded think time when no
-    option set one (a run that replayed trajectories)."""
-    think = entry.get("think")
-    return scale.with_recorded_think(think["mean"] if think else None)
-
-
-def scale_of(report: dict) -> Scale:
-    projection = report["projection"]
-    return Scale(
-        projection["rollouts"],
-        projection["steps"],
-        projection["think_time_s"],
-        projection.get("think_time_source", "option"),  # runs saved before it was recorded
-    )
-
-
 def reproject(
     report: dict,
     rollouts: int | None,
@@ -181,24 +131,12 @@ def reproject(
         steps=steps if steps is not None else old.steps,
         think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
         think_time_source="option" if think_time_s is not None else old.think_time_source,
+        fleet=fleet if fleet is not None else old.fleet,
     )
     result = copy.deepcopy(report)
-    workers = fleet if fleet is not None else report["projection"].get("fleet")
-    result["projection"] = {
-        "rollouts": scale.rollouts,
-        "steps": scale.steps,
-        "think_time_s": scale.think_time_s,
-        "think_time_source": scale.think_time_source,
-        "fleet": workers,
-    }
+    result["projection"] = projection_of(scale)
     for entry in result["substrates"].values():
-        entry["worker_hours"], entry["tax_hours"] = project_entry(entry, scale)
-        if workers is not None:
-            entry["fleet"] = project_fleet(entry, entry_scale(entry, scale), workers)
-        entry["decomposition"] = decompose_entry(entry, scale)
-        if entry.get("price_per_hour") is not None:
-            hours = entry["worker_hours"]
-            entry["cost_usd"] = hours * entry["price_per_hour"] if hours is not None else None
+        entry.update(projected_keys(entry, scale))
     result["spread"] = spread_of(result["substrates"])
     result["ranking"] = rank(result["substrates"], report_units(result, scale), scale)
     return result

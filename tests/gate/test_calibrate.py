@@ -14,6 +14,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 import pytest
+from support.reports import build_report
 
 from pytest_rollout_tax.cli import main
 from pytest_rollout_tax.core.record import Rollout, Step
@@ -21,7 +22,6 @@ from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.gate import calibrate
 from pytest_rollout_tax.gate.calibrate import Calibrator, populations, wilson
 from pytest_rollout_tax.gate.compare import Check
-from pytest_rollout_tax.report.build import build_report
 from pytest_rollout_tax.report.noise import ALPHA, MIN_SAMPLES
 from pytest_rollout_tax.report.projection import Scale
 

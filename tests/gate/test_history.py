@@ -13,10 +13,11 @@ import pytest
 
 pytest.importorskip("ruptures")
 
+from support.reports import build_report
+
 from pytest_rollout_tax.cli import main
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.gate import history
-from pytest_rollout_tax.report.build import build_report
 from pytest_rollout_tax.report.projection import Scale
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.browser import Rendered, open_page
-from support.reports import rollout
+from support.reports import build_report, rollout
 
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
@@ -22,11 +22,11 @@ from pytest_rollout_tax.gate.compare import Check, compare_reports
 from pytest_rollout_tax.page import html as html_report
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
-from pytest_rollout_tax.report.build import Fleet, build_report, summarize
-from pytest_rollout_tax.report.lines import few_samples_lines, ranked_names
+from pytest_rollout_tax.report.build import Fleet, summarize
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.terminal import burst_line, fleet_lines, shares_line
-from pytest_rollout_tax.report.variants import comparison_lines
+from pytest_rollout_tax.summary.lines import few_samples_lines, ranked_names
+from pytest_rollout_tax.summary.sections import burst_line, fleet_lines, shares_line
+from pytest_rollout_tax.summary.variants import comparison_lines
 
 MACHINE = {"cpu_count": 2, "python": "3.11.7", "platform": "Linux-x86_64"}
 COMMIT = {"sha": "0123456789abcdef0123", "branch": "main", "dirty": True}

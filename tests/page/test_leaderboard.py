@@ -8,7 +8,7 @@ import re
 from support.reports import report, rollouts
 
 from pytest_rollout_tax.page import leaderboard
-from pytest_rollout_tax.report.lines import ranked_names
+from pytest_rollout_tax.summary.lines import ranked_names
 
 
 def three() -> dict:

@@ -6,21 +6,18 @@ import json
 import random
 from collections import Counter
 
-from support.reports import as_schema_1
+from support.reports import as_schema_1, build_report
 
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.gate.compare import Check, compare_reports
+from pytest_rollout_tax.report import projection
 from pytest_rollout_tax.report.aggregate import Aggregate, RolloutRows
 from pytest_rollout_tax.report.build import (
-    build_report,
-    project_decomposition,
-    project_tax_hours,
-    project_worker_hours,
     spread_of,
     summarize,
 )
-from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.projection import Means, Scale
 
 SCALE = Scale(rollouts=1_000_000, steps=None, think_time_s=0.5)
 
@@ -71,7 +68,13 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
     teardown = Stats.of(r.teardown_s for r in rollouts if r.teardown_s is not None)
     trajectory = Stats.of(r.trajectory_s for r in rollouts if r.trajectory_s is not None)
     failed = [r for r in rollouts if r.failed]
-    hours = project_worker_hours(scale, cold, step, teardown)
+    means = Means(
+        cold.mean if cold else None,
+        action.mean if action else None,
+        step.mean if step else None,
+        teardown.mean if teardown else 0.0,
+    )
+    hours = projection.worker_hours(means, scale)
     prices = [r.price_per_hour for r in rollouts if r.price_per_hour is not None]
     kinds = Counter(r.kind for r in rollouts if r.kind)
     entry = {
@@ -91,8 +94,10 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
             for name in dict.fromkeys(n for r in rollouts for n in r.phases)
         },
         "worker_hours": hours,
-        "tax_hours": project_tax_hours(scale, cold, action, teardown, step=step),
-        "decomposition": project_decomposition(scale, cold, action, step, teardown),
+        "tax_hours": projection.tax_hours(means, scale),
+        "decomposition": projection.decompose(means, scale).to_dict()
+        if cold and action and step
+        else None,
     }
     if prices:
         entry["price_per_hour"] = prices[-1]

@@ -3,15 +3,15 @@ import math
 import random
 
 import pytest
-from support.reports import rollout
+from support.reports import build_report, rollout
 
 from pytest_rollout_tax.core.record import Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
-from pytest_rollout_tax.report.build import Fleet, build_report
+from pytest_rollout_tax.report.build import Fleet
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.report.schema import SCHEMA
-from pytest_rollout_tax.report.terminal import render_summary
+from pytest_rollout_tax.summary.terminal import render_summary
 
 STATS_KEYS = {"n", "min", "mean", "p50", "p90", "p95", "p99", "max"}
 
@@ -144,12 +144,13 @@ def test_two_rollouts_in_one_sandbox_are_an_error():
     first, second, other = rollout("docker", 0.2), rollout("docker", 0.3), rollout("docker", 0.2)
     first.sandbox_id = second.sandbox_id = "c0ffee"
     second.round, other.round, other.sandbox_id = 2, 3, "other"
+    second.test, other.test = "t.py::test[docker-2]", "t.py::test[docker-3]"
     data = report([first, second, other])
     assert data["shared_sandboxes"] == [
         {
             "substrate": "docker",
             "sandbox_id": "c0ffee",
-            "rollouts": ["t.py::test[docker-1][docker-1]", "t.py::test[docker-1][docker-2]"],
+            "rollouts": ["t.py::test[docker-1]", "t.py::test[docker-2]"],
         }
     ]
     lines = render_summary(data)

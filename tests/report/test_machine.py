@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
-from pytest_rollout_tax.report.clients import client_lines
 from pytest_rollout_tax.report.machine import SATURATED, Saturation
+from pytest_rollout_tax.summary.clients import client_lines
 
 
 def test_saturation_counts_the_cpu_this_process_used():

@@ -13,8 +13,8 @@ from pytest_rollout_tax.cli import main
 from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.errors import MergeRefused
 from pytest_rollout_tax.fleet.burst import BurstLevel
-from pytest_rollout_tax.report.clients import client_lines
 from pytest_rollout_tax.report.merge import Part, merge, write
+from pytest_rollout_tax.summary.clients import client_lines
 
 
 def shard(index: int, count: int, made: list, **client) -> Part:

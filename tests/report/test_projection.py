@@ -2,17 +2,33 @@ import random
 
 import pytest
 
+from pytest_rollout_tax.report import projection
 from pytest_rollout_tax.report.projection import (
     Decomposition,
+    Means,
     Scale,
     added_hours,
-    decompose,
-    fleet_hours,
+    project,
     spread,
     step_overhead,
-    tax_hours,
-    worker_hours,
 )
+
+
+def means(cold_start_s, step_s=None, teardown_s=0.0, action_s=None, **more) -> Means:
+    return Means(cold_start_s=cold_start_s, action_s=action_s, step_s=step_s,
+                 teardown_s=teardown_s, **more)  # fmt: skip
+
+
+def worker_hours(scale, **figures):
+    return projection.worker_hours(means(**figures), scale)
+
+
+def tax_hours(scale, **figures):
+    return projection.tax_hours(means(**figures), scale)
+
+
+def decompose(scale, **figures):
+    return projection.decompose(means(**figures), scale)
 
 
 @pytest.mark.parametrize(
@@ -168,7 +184,68 @@ def test_a_pools_idle_time_is_its_own_term_of_worker_hours():
 
 
 def test_a_fleet_runs_in_waves():
-    wall, hours = fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0)
-    assert (wall, hours) == (3.0, 10.0)  # 3 waves of an hour; 10 rollouts of an hour each
+    one_hour = means(3600.0, step_s=0.0)
+    fleet = projection.fleet_hours(one_hour, Scale(rollouts=10, steps=1, fleet=4))
+    # 3 waves of an hour; 10 rollouts of an hour each
+    assert (fleet.wall_clock_hours, fleet.worker_hours) == (3.0, 10.0)
+    assert fleet.cold_start_from == "rollouts (no burst measured)"
     # a warm pool's idle time costs worker-hours, not wall-clock time
-    assert fleet_hours(Scale(rollouts=10, steps=1), 4, 3600.0, idle_s=1800.0) == (3.0, 15.0)
+    idle = projection.fleet_hours(means(3600.0, step_s=0.0, idle_s=1800.0, pool_size=2),
+                                  Scale(rollouts=10, steps=1, fleet=4))  # fmt: skip
+    assert (idle.wall_clock_hours, idle.worker_hours) == (3.0, 15.0)
+    assert idle.cold_start_from.startswith("warm pool claims (pool=2)")
+    assert projection.fleet_hours(one_hour, Scale(rollouts=10, steps=1)) is None  # no fleet
+
+
+def test_a_fleet_takes_the_cold_start_of_the_nearest_burst_level():
+    burst = means(1.0, step_s=0.0, bursts=((1, 1.0), (16, 9.0), (64, 30.0)))
+    fleet = projection.fleet_hours(burst, Scale(rollouts=3600, steps=1, fleet=20))
+    assert (fleet.burst_level, fleet.cold_start_s) == (16, 9.0)
+    assert fleet.worker_hours == pytest.approx(9.0)
+
+
+def test_project_is_the_one_door_and_gives_every_term():
+    scale = Scale(rollouts=3600, steps=10, fleet=100)
+    figures = means(2.0, step_s=0.1, teardown_s=1.0, action_s=0.05, price_per_hour=2.0)
+    projected = project(figures, scale)
+    assert projected.worker_hours == pytest.approx(2.0 + 10 * 0.1 + 1.0)
+    assert projected.tax_hours == pytest.approx(2.0 + 10 * 0.05 + 1.0)
+    assert projected.decomposition.worker_hours == pytest.approx(projected.worker_hours)
+    assert projected.fleet.workers == 100
+    assert projected.cost_usd == pytest.approx(2.0 * projected.worker_hours)
+    assert project(means(2.0, step_s=0.1), scale).cost_usd is None  # no price, no cost
+
+
+def test_a_substrates_recorded_think_time_counts_unless_an_option_set_one():
+    recorded = means(1.0, step_s=0.0, think_s=2.0)
+    unset = Scale(rollouts=3600, steps=10, think_time_source="none")
+    assert project(recorded, unset).worker_hours == pytest.approx(1.0 + 10 * 2.0)
+    given = Scale(rollouts=3600, steps=10, think_time_s=0.5)
+    assert project(recorded, given).worker_hours == pytest.approx(1.0 + 10 * 0.5)
+
+
+def test_isolation_moves_from_the_command_time_to_the_tax():
+    scale = Scale(rollouts=3600, steps=10)
+    plain = means(2.0, step_s=0.3, action_s=0.05)
+    isolated = means(2.0, step_s=0.3, action_s=0.05, isolation_s=0.1)
+    before, after = project(plain, scale), project(isolated, scale)
+    assert after.tax_hours - before.tax_hours == pytest.approx(10 * 0.1)
+    assert after.worker_hours == before.worker_hours
+    assert after.decomposition.isolation == pytest.approx(1.0)
+    assert after.decomposition.command == pytest.approx(before.decomposition.command - 1.0)
+    assert "isolation" not in before.decomposition.to_dict()
+
+
+def test_a_report_entry_gives_the_means_it_was_projected_from():
+    entry = {
+        "cold_start": {"mean": 2.0}, "action": {"mean": 0.05}, "step": {"mean": 0.1},
+        "teardown": {"mean": 1.0}, "think": None, "command": {"mean_s": 0.2},
+        "pool": {"size": 2, "idle_sandbox_s": 3.0, "hits": 2, "misses": 1},
+        "isolation": {"per_step_s": 0.01}, "price_per_hour": 1.5,
+        "burst": [{"concurrency": 4, "cold_start": {"mean": 3.0}}, {"concurrency": 8}],
+    }  # fmt: skip
+    assert Means.of_entry(entry) == Means(
+        cold_start_s=2.0, action_s=0.05, step_s=0.1, teardown_s=1.0, idle_s=1.0, command_s=0.2,
+        isolation_s=0.01, price_per_hour=1.5, bursts=((4, 3.0),), pool_size=2,
+    )  # fmt: skip
+    assert Means.of_entry(entry).projected_step_s == pytest.approx(0.05 + 0.2)

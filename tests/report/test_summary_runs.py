@@ -19,8 +19,8 @@ import pytest
 
 from pytest_rollout_tax.replay.load import load
 from pytest_rollout_tax.report.noise import ALPHA
-from pytest_rollout_tax.report.terminal import render_summary
 from pytest_rollout_tax.report.units import hours, ratio
+from pytest_rollout_tax.summary.terminal import render_summary
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = """\

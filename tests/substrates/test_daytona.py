@@ -27,10 +27,10 @@ from pytest_rollout_tax.errors import (
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.fleet import burst
-from pytest_rollout_tax.report.terminal import burst_line, control_plane_lines
 from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
 from pytest_rollout_tax.substrates.pacing import CreatePacer
 from pytest_rollout_tax.substrates.registry import Registry
+from pytest_rollout_tax.summary.sections import burst_line, control_plane_lines
 
 SMALL_WORKLOAD = """
 def test_small(sandbox):

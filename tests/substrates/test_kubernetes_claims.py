@@ -23,10 +23,10 @@ from support.reports import report
 
 from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id
 from pytest_rollout_tax.errors import ConfigError, SandboxStartError, SubstrateUnavailable
-from pytest_rollout_tax.report.terminal import render_summary
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 from pytest_rollout_tax.substrates.kubernetes.claims import ClaimUnbound
 from pytest_rollout_tax.substrates.kubernetes.pool_idle import PoolIdle
+from pytest_rollout_tax.summary.terminal import render_summary
 
 MADE = ("sandboxclaims", "sandboxes", "sandboxtemplates", "sandboxwarmpools", "pods")
 

@@ -4,10 +4,34 @@ them."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 
 from pytest_rollout_tax.core.record import Rollout, Step, steps_of
-from pytest_rollout_tax.report.build import build_report
+from pytest_rollout_tax.report.aggregate import Aggregate
+from pytest_rollout_tax.report.build import Fleet, summarize
 from pytest_rollout_tax.report.projection import Scale
+
+
+def build_report(
+    rollouts: Iterable[Rollout],
+    scale: Scale,
+    *,
+    plugin_version: str,
+    machine: dict,
+    commit: dict | None,
+    fleet: Fleet | None = None,
+) -> dict:
+    """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
+    report = summarize(
+        Aggregate.of(rollouts),
+        scale,
+        plugin_version=plugin_version,
+        machine=machine,
+        commit=commit,
+        fleet=fleet,
+    )
+    return {**report, "rollouts": list(report["rollouts"])}
+
 
 #: Cold starts of a small run, in seconds.
 COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]

@@ -94,6 +94,8 @@ class EC2Exec(Transport):
         failure: BaseException
         try:
             return operation(connection)
+        except StepTimeout:  # a step past its timeout (a TimeoutError too): the sandbox is fine
+            raise
         except TimeoutError:  # only SFTP requests have a channel timeout
             self._link.drop()  # the connection may be dead; its SFTP session is unusable
             if timeout:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from ..page import html
-from ..report.terminal import render_summary
+from ..summary.terminal import render_summary
 
 
 class ReportBridges:

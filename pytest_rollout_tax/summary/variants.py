@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..fleet.pool import entry_idle_per_claim
-from .isolation import DEFAULT_RUNTIME
-from .projection import step_overhead
-from .units import ratio, seconds
+from ..report.isolation import DEFAULT_RUNTIME
+from ..report.projection import step_overhead
+from ..report.units import ratio, seconds
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
 #: default. A new aspect (e.g. a container runtime) is one getter here, one default and one

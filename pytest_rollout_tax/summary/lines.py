@@ -8,8 +8,8 @@ the HTML page alike.
 from __future__ import annotations
 
 from ..core.stats import min_samples
-from .ranking import RESOLVED, UNTESTED, WITHIN_NOISE
-from .units import hours, ratio, seconds
+from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
+from ..report.units import hours, ratio, seconds
 
 
 def ranked_names(report: dict) -> list[str]:

@@ -1,13 +1,13 @@
-"""The terminal summary: the decision first, then the ranked table and the lines that qualify
-it. Each line comes from a function the HTML page calls too, so both say the same."""
+"""The summary's sections: the decision first, then the ranked rows and the lines that qualify
+them; made once, so the terminal and the HTML page say the same."""
 
 from __future__ import annotations
 
-import shutil
-import textwrap
+from dataclasses import dataclass
 
 from ..fleet import burst
-from . import isolation
+from ..report import isolation
+from ..report.units import PART_LABELS, hours, seconds, share
 from .clients import client_lines
 from .lines import (
     decision_lines,
@@ -19,56 +19,75 @@ from .lines import (
     ranked_names,
     spread_line,
 )
-from .table import table_lines
-from .units import PART_LABELS, hours, seconds, share
 from .variants import comparison_lines
 
-#: The summary is at least this wide, wider on a wider terminal (``COLUMNS``).
-MIN_WIDTH = 80
+
+@dataclass(frozen=True)
+class Summary:
+    """A report's summary, made once (:func:`summarize`) and laid out by the terminal
+    (``summary.terminal``) and the page alike: each section a list of plain lines, except
+    ``rows``, the ranked (name, entry) pairs the table shows."""
+
+    #: The cheapest substrate, by how much, beyond the noise or not; the whole ranking.
+    decision: list[str]
+    #: What the hours count: the scale, think time, command time.
+    header: list[str]
+    rows: list[tuple[str, dict]]
+    #: Where each substrate's hours go, in shares.
+    shares: list[str]
+    #: The environment the figures were measured in.
+    notes: list[str]
+    #: The spread, and variants against their plain substrate: transport, pool, runtime,
+    #: snapshot.
+    comparisons: list[str]
+    #: Errors in the run itself (a sandbox shared by rollouts).
+    warnings: list[str]
+    #: Bursts, warm pools and the fleet.
+    fleet: list[str]
+    #: What qualifies the figures: cost, the tax cap, failures, divergence, substrates that ran
+    #: nothing, sample sizes, control planes, clients.
+    caveats: list[str]
+
+    def lines(self) -> list[str]:
+        """Every line but the table's, in the order they print around it."""
+        return [*self.decision, *self.header, *self.after_table()]
+
+    def after_table(self) -> list[str]:
+        sections = (self.shares, self.notes, self.comparisons, self.warnings, self.fleet)
+        return [line for section in (*sections, self.caveats) for line in section]
 
 
-def terminal_width() -> int:
-    """The terminal's width (``COLUMNS`` when set), never below MIN_WIDTH."""
-    return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
-
-
-def render_summary(report: dict, width: int | None = None) -> list[str]:
-    """The lines of the end-of-session summary: the decision, the projection's terms, one
-    table row per substrate (cheapest first), then notes; no line wider than ``width`` (None:
-    the terminal's) where the table can narrow to it."""
-    width = width or terminal_width()
+def summarize(report: dict) -> Summary:
+    """The summary of ``report``: every section, once."""
     substrates = report["substrates"]
-    lines = []
-    for note in [*decision_lines(report), *header_lines(report)]:
-        lines += wrap(note, width)
-    lines += table_lines([(name, substrates[name]) for name in ranked_names(report)], width)
-    notes = []
-    for name, sub in substrates.items():
-        if (shares := shares_line(name, sub)) is not None:
-            notes.append(shares)
-    notes += environment_lines(report)
-    if (spread := spread_line(report)) is not None:
-        notes.append(spread)
-    notes += comparison_lines(substrates)
-    notes += isolation.runtime_lines(substrates)
-    notes += isolation.snapshot_lines(substrates)
-    notes += shared_sandbox_lines(report)
-    for name, sub in substrates.items():
-        notes += fleet_lines(name, sub)
-    for name, sub in substrates.items():
-        notes += [
-            line
-            for line in (cost_line(name, sub), tax_cap_note(name, sub), success_line(name, sub))
-            if line is not None
-        ]
-    notes += divergence_lines(substrates)
-    notes += not_run_lines(report)
-    notes += few_samples_lines(substrates)
-    notes += control_plane_lines(report)
-    notes += client_lines(report)
-    for note in notes:
-        lines += wrap(note, width)
-    return lines
+    spread = spread_line(report)
+    caveats = [
+        line
+        for name, sub in substrates.items()
+        for line in (cost_line(name, sub), tax_cap_note(name, sub), success_line(name, sub))
+        if line is not None
+    ]
+    caveats += divergence_lines(substrates)
+    caveats += not_run_lines(report)
+    caveats += few_samples_lines(substrates)
+    caveats += control_plane_lines(report)
+    caveats += client_lines(report)
+    return Summary(
+        decision=decision_lines(report),
+        header=header_lines(report),
+        rows=[(name, substrates[name]) for name in ranked_names(report)],
+        shares=[line for name, sub in substrates.items() if (line := shares_line(name, sub))],
+        notes=environment_lines(report),
+        comparisons=[
+            *([spread] if spread else []),
+            *comparison_lines(substrates),
+            *isolation.runtime_lines(substrates),
+            *isolation.snapshot_lines(substrates),
+        ],
+        warnings=shared_sandbox_lines(report),
+        fleet=[line for name, sub in substrates.items() for line in fleet_lines(name, sub)],
+        caveats=caveats,
+    )
 
 
 def shared_sandbox_lines(report: dict) -> list[str]:
@@ -98,12 +117,6 @@ def success_line(name: str, entry: dict) -> str | None:
     success = 1 - entry["failures"] / entry["rollouts"]
     unbound = f" ({entry['unbound']} unbound)" if entry.get("unbound") else ""
     return f"{name}: {success:.0%} of rollouts succeeded{unbound}; failures: {reasons}"
-
-
-def wrap(note: str, width: int) -> list[str]:
-    """A note as lines no wider than ``width``, the later ones indented; never broken at a
-    hyphen (substrate names have them)."""
-    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)
 
 
 def fleet_lines(name: str, entry: dict) -> list[str]:
@@ -187,9 +200,9 @@ def burst_line(name: str, levels: list[dict]) -> str:
     if len(levels) > 1:
         found = burst.knee(levels)
         line += (
-            f"; knee at {found} (p50 > 2x the lowest level's)"
+            f"; knee at {found} (p50 > {burst.KNEE_FACTOR:g}x the lowest level's)"
             if found
-            else "; no knee (p50 within 2x of the lowest level's)"
+            else f"; no knee (p50 within {burst.KNEE_FACTOR:g}x of the lowest level's)"
         )
     return line
 

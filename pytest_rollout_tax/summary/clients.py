@@ -3,7 +3,7 @@ merged report's shards and clients (with a warning for each saturated one)."""
 
 from __future__ import annotations
 
-from .machine import SATURATED
+from ..report.machine import SATURATED
 
 ADVICE = "its timings include client-side queueing: spread the run over more machines"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .units import hours, seconds
+from ..report.units import hours, seconds
 
 #: The columns' separator.
 GAP = "  "

@@ -1,0 +1,44 @@
+"""The report's outputs: each module one output (a file, another plugin's report) that
+declares its own options and implements the ``pytest_rollout_tax_report`` hook; the plugin
+registers every module here, so a new output is one module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+#: How an output's line begins when what was asked of it failed: the run's exit status is then
+#: non-zero (a report asked for is never lost quietly).
+OUTPUT_ERROR = "rollout-tax: error:"
+#: The plugin's option group, which every output's options join.
+GROUP = ("rollout-tax", "rollout tax (latency of execution substrates)")
+
+
+def add_option(
+    parser: pytest.Parser, flag: str, help_text: str, ini_type: str, default: Any, **kwargs: Any
+) -> None:
+    """``flag`` in the plugin's group, with its ini twin (``--rollout-json``: rollout_json)."""
+    name = ini_name(flag)
+    parser.getgroup(*GROUP).addoption(flag, dest=name, help=f"{help_text} [ini: {name}]", **kwargs)
+    parser.addini(name, help_text, type=ini_type, default=default)
+
+
+def ini_name(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def option(config: pytest.Config, flag: str) -> Any:
+    """The command-line value of an option, else its ini twin."""
+    name = ini_name(flag)
+    value = config.getoption(name)
+    return config.getini(name) if value is None or value == [] else value
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """Whether this process writes the outputs (not an xdist worker)."""
+    return not hasattr(config, "workerinput")
+
+
+#: The session's gate (``plugin.gating.Gate``): its baseline, for outputs that show it.
+GATE = pytest.StashKey[Any]()

@@ -1,0 +1,39 @@
+"""``--rollout-json``: the whole report, written atomically (docs/json.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ..report.files import check_report_path, write_json
+from . import OUTPUT_ERROR, add_option, option
+
+FLAG = "--rollout-json"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_option(parser, FLAG, "write the full report (schema rollout-tax/2) to PATH", "string",
+               None, metavar="PATH")  # fmt: skip
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A path that cannot be written is a usage error before any test runs."""
+    path = option(config, FLAG)
+    if path:
+        try:
+            check_report_path(path, f"{FLAG}={path}")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_rollout_tax_report(config: pytest.Config, report: dict, summary: Any, verdict: Any):
+    path = option(config, FLAG)
+    if not path:
+        return None
+    try:
+        written = write_json(path, report)
+    except OSError as exc:
+        return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
+    return [f"report written to {written}"]

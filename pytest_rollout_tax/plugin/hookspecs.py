@@ -1,0 +1,37 @@
+"""The hook a report output implements (added with ``pytest_addhooks``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+@pytest.hookspec
+def pytest_rollout_tax_report(
+    config: pytest.Config, report: dict, summary: Any, verdict: Any
+) -> Any:
+    """Called once when the session ends, on the controller (or a serial run), with the
+    finished report: every output of the plugin (``pytest_rollout_tax/outputs/``) is one
+    implementation, and a third party's is one more, in a ``conftest.py`` or an installed
+    plugin, with no edit to this plugin.
+
+    :param config: the pytest config (your own options are ``config.getoption``).
+    :param report: the ``rollout-tax/2`` report (docs/json.md); ``rollouts[]`` is a sequence.
+    :param summary: its :class:`pytest_rollout_tax.summary.sections.Summary`, sections made
+        once (``decision``, ``header``, ``rows``, ``notes``, ``comparisons``, ``fleet``,
+        ``warnings``, ...); ``summary.terminal.render(summary)`` gives the terminal's lines.
+    :param verdict: the gate's :class:`pytest_rollout_tax.gate.compare.Verdict` (``failed``,
+        ``outcomes``, ``saved``); without ``--rollout-compare`` it has no outcomes.
+    :return: None, or lines (a list of str) to print under the rollout-tax summary; a line
+        that starts ``rollout-tax: error:`` (``outputs.OUTPUT_ERROR``) says the output failed,
+        and the run's exit status is then non-zero.
+
+    Example: the cheapest substrate's worker-hours into a file of your own::
+
+        def pytest_rollout_tax_report(config, report, summary, verdict):
+            best = report["ranking"][0]
+            path = config.rootpath / "hours.txt"
+            path.write_text(f"{best['substrate']} {best['worker_hours']:.0f}\\n")
+            return [f"hours written to {path}"]
+    """

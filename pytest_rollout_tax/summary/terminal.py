@@ -1,0 +1,38 @@
+"""The summary in the terminal: its sections wrapped to ``COLUMNS``, the table narrowed to it."""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+from .sections import Summary, summarize
+from .table import table_lines
+
+#: The summary is at least this wide, wider on a wider terminal (``COLUMNS``).
+MIN_WIDTH = 80
+
+
+def terminal_width() -> int:
+    """The terminal's width (``COLUMNS`` when set), never below MIN_WIDTH."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
+
+
+def render(summary: Summary, width: int | None = None) -> list[str]:
+    """The lines of ``summary``: the decision, the projection's terms, one table row per
+    substrate (cheapest first), then notes; no line wider than ``width`` (None: the
+    terminal's) where the table can narrow to it."""
+    width = width or terminal_width()
+    lines = [line for note in [*summary.decision, *summary.header] for line in wrap(note, width)]
+    lines += table_lines(summary.rows, width)
+    return lines + [line for note in summary.after_table() for line in wrap(note, width)]
+
+
+def render_summary(report: dict, width: int | None = None) -> list[str]:
+    """:func:`render` of the report's summary."""
+    return render(summarize(report), width)
+
+
+def wrap(note: str, width: int) -> list[str]:
+    """A note as lines no wider than ``width``, the later ones indented; never broken at a
+    hyphen (substrate names have them)."""
+    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)
