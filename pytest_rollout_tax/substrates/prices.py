@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import tomllib
+from datetime import date
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from ..core.price import USER_SOURCE, PriceOptions, Rate, Resources
+from ..core.price import STALE_AFTER_DAYS, USER_SOURCE, PriceOptions, Rate, Resources
 
 #: The keys of a price (not of the resources it bills for).
 PRICE_KEYS = ("vcpu_hour", "gib_hour", "instance_hour", "fixed_hour", "min_billed_s")
@@ -52,3 +53,32 @@ def how_to_set(name: str) -> str:
         f"{name}: no price; set the machine's with --substrate-opt {name}.price.instance_hour=D "
         f"(dollars per hour; {name}.price.share=K sandboxes per machine)"
     )
+
+
+def table(today: date) -> list[dict[str, str]]:
+    """The shipped rate sheet as rows to print, stale prices flagged."""
+    rows = []
+    for kind, entry in sorted(sheet().items()):
+        per_instance = entry.get("instance_hour")
+        instances = (
+            ", ".join(f"{name} {price:g}" for name, price in per_instance.items())
+            if isinstance(per_instance, dict)
+            else _dollars(per_instance)
+        )
+        age = (today - date.fromisoformat(entry["as_of"])).days
+        rows.append(
+            {
+                "substrate": kind,
+                "$/vCPU-h": _dollars(entry.get("vcpu_hour")),
+                "$/GiB-h": _dollars(entry.get("gib_hour")),
+                "$/instance-h": instances,
+                "fee $/h": _dollars(entry.get("fixed_hour")),
+                "min billed": f"{entry['min_billed_s']:g} s" if "min_billed_s" in entry else "",
+                "as of": entry["as_of"] + (" (stale)" if age > STALE_AFTER_DAYS else ""),
+            }
+        )
+    return rows
+
+
+def _dollars(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"

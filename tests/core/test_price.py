@@ -72,3 +72,13 @@ def test_every_shipped_price_names_its_source_and_day():
     for kind, entry in sheet().items():
         assert entry["source"].startswith("https://"), kind
         date.fromisoformat(entry["as_of"])
+
+
+def test_the_prices_command_prints_the_sheet_in_use(capsys):
+    from pytest_rollout_tax.cli import main
+
+    assert main(["prices"]) == 0
+    out = capsys.readouterr().out
+    for kind, entry in sheet().items():
+        assert f"{kind}: {entry['billing']}; {entry['source']}" in out
+    assert "c7i.large 0.08925" in out and "NAME.price.instance_hour=D" in out
