@@ -10,6 +10,7 @@ import argparse
 import subprocess
 import sys
 from collections.abc import Sequence
+from datetime import date
 from importlib import resources
 from typing import NoReturn, TextIO
 
@@ -25,6 +26,7 @@ from .report import merge
 from .report.files import check_report_path, write_json
 from .report.noise import ALPHA, MIN_SAMPLES
 from .report.sides import reproject
+from .substrates import prices
 from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
@@ -154,6 +156,15 @@ def build_parser() -> Parser:
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
     cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    commands.add_parser(
+        "prices",
+        help="the list prices cost defaults to, with their source and date",
+        description="Print the shipped rate sheet: per substrate, the dollars per vCPU-, "
+        "GiB- and instance-hour, a fixed fee per hour, the minimum billed per launch, the day "
+        "each was read (stale after a year) and how the provider bills. Set your own with "
+        "--substrate-opt NAME.price.KEY=VALUE (docs/measurement.md#dollars).",
+    )
 
     commands.add_parser(
         "ensure-docker",
@@ -422,6 +433,18 @@ def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ray.drive(args.address, args.shards, pytest_args, args.output, out)
 
 
+def run_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    rows = prices.table(date.today())
+    out.write(tabulate(rows, headers="keys", disable_numparse=True) + "\n")
+    for kind, entry in sorted(prices.sheet().items()):
+        out.write(f"{kind}: {entry['billing']}; {entry['source']}\n")
+    out.write(
+        "local, docker: no list price; set the machine's: --substrate-opt "
+        "NAME.price.instance_hour=D (and NAME.price.share=K sandboxes per machine)\n"
+    )
+    return compare.EXIT_OK
+
+
 def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the engine-and-image script the package ships; its exit status is the command's."""
     script = resources.files("pytest_rollout_tax.substrates.docker") / "image" / "ensure-docker"
@@ -433,6 +456,7 @@ def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 COMMANDS = {
     "compare": run_compare,
     "ensure-docker": run_ensure_docker,
+    "prices": run_prices,
     "html": run_html,
     "list": run_list,
     "project": run_project,

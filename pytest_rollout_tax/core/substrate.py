@@ -19,13 +19,14 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
 from .options import parse_options
+from .price import PriceOptions, Resources
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport, without_userinfo
@@ -45,6 +46,8 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
+    #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
+    price: PriceOptions = field(default_factory=PriceOptions)
 
 
 @dataclass(frozen=True)
@@ -210,6 +213,12 @@ class Substrate(ABC):
     def reap(self, session_id: str | None = None) -> int:
         """Remove environments labelled by ``session_id`` (any session if None); return how many."""
         return 0
+
+    @property
+    def resources(self) -> Resources:
+        """What one sandbox is billed for, from this substrate's own options (unknown: none;
+        ``price.vcpus``, ``price.gib`` and ``price.share`` say it)."""
+        return Resources()
 
     @property
     def secrets(self) -> list[str]:

@@ -15,6 +15,7 @@ import socket
 import threading
 from typing import Any
 
+from ...core.price import GIB, Resources
 from ...core.record import PhaseClock
 from ...core.sandbox import Sandbox
 from ...core.shell import ShellTransport
@@ -190,6 +191,13 @@ class DockerSubstrate(Substrate):
                 self.api, label, lambda labels: self._owned_by_live_process(labels.get(OWNER_LABEL))
             )
         return removed
+
+    @property
+    def resources(self) -> Resources:
+        memory = self.options.memory
+        return Resources(
+            vcpus=self.options.cpus, gib=memory_bytes(memory) / GIB if memory else None
+        )
 
     @property
     def endpoint(self) -> str:

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.price import Resources
 from ...core.record import PhaseClock
 from ...core.sandbox import Handle
 from ...core.shell import ShellTransport
@@ -247,6 +248,10 @@ class EC2Substrate(Substrate):
                 InstanceIds=ids[start : start + 1000],
             )
         return len(ids)
+
+    @property
+    def resources(self) -> Resources:
+        return Resources(instance_type=self.options.instance_type)
 
     @property
     def endpoint(self) -> str:

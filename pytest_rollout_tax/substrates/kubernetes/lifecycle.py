@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.price import GIB, Resources
 from ...core.record import PhaseClock, Rollout
 from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
@@ -15,6 +16,7 @@ from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
 from . import events
 from .api import POD, PODS, Api, ApiError
+from .client import parse_quantity
 from .config import KubernetesOptions, load_cluster
 from .exec_transport import PodExec, PodHandle
 from .exec_ws import ExecStream
@@ -156,6 +158,15 @@ class KubernetesSubstrate(Substrate):
                 if exc.code != 404:
                     raise
         return removed
+
+    @property
+    def resources(self) -> Resources:
+        """The pod's requests: what GKE Autopilot bills for."""
+        cpu, memory = self.options.cpu, self.options.memory
+        return Resources(
+            vcpus=float(parse_quantity(cpu)) if cpu else None,
+            gib=float(parse_quantity(memory)) / GIB if memory else None,
+        )
 
     @property
     def endpoint(self) -> str:
