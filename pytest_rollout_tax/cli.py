@@ -120,6 +120,7 @@ def build_parser() -> Parser:
     proj.add_argument("--steps", type=COUNT, metavar="S", help="steps (tool calls) per rollout")
     flags.THINK_TIME.add_argument(proj)
     flags.FLEET.add_argument(proj)
+    flags.RANK_BY.add_argument(proj)
     proj.add_argument(
         "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
     )
@@ -351,7 +352,9 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
-    report = reproject(run.report, args.rollouts, args.steps, args.think_time, args.fleet)
+    report = reproject(
+        run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
+    )
     written = None
     if args.json:
         try:

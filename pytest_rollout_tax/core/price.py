@@ -19,6 +19,7 @@ MAX_DOLLARS_PER_HOUR = 1_000_000.0
 MAX_RESOURCE = 1_000_000.0
 #: The longest launch minimum (a day).
 MAX_MIN_BILLED_S = 86_400.0
+SECONDS_PER_HOUR = 3600.0
 #: Bytes in a GiB.
 GIB = 1024**3
 #: A rate sheet older than this is flagged.

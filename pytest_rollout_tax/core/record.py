@@ -78,6 +78,8 @@ class Rollout:
     error: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
+    #: The substrate's billing (``core.price.Rate.to_dict``), when it has a price.
+    rate: dict[str, Any] | None = None
     #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
     replay: dict[str, Any] | None = None
     #: Wall-clock (epoch) seconds of the lifecycle's moments (:data:`EPOCH_MARKS`), so the
@@ -117,6 +119,8 @@ class Rollout:
             extra["runtime"] = self.runtime
         if self.snapshot:
             extra["snapshot"] = True
+        if self.rate is not None:  # a substrate with a price
+            extra["rate"] = dict(self.rate)
         return {
             "test": self.test,
             "substrate": self.substrate,

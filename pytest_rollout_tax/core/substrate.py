@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract
 from .options import parse_options
-from .price import PriceOptions, Resources
+from .price import PriceOptions, Rate, Resources
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport, without_userinfo
@@ -137,8 +137,9 @@ class Substrate(ABC):
     Options: ClassVar[type]
     #: The transports it offers, the default first.
     transports: ClassVar[tuple[str, ...]] = ("exec",)
-    #: Dollars per hour one sandbox costs, if known (``ec2.price_per_hour``); shown as cost.
-    price_per_hour: float | None = None
+    #: The billing in force (``NAME.price.*`` over the shipped rate sheet), set where the
+    #: substrate is made (``substrates.registry``); None: no price known.
+    rate: Rate | None = None
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
@@ -326,7 +327,9 @@ class Substrate(ABC):
         """``rollout`` with this substrate's kind, transport, runtime and price filled in, and
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
-        rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
+        rollout.runtime = self.runtime
+        if self.rate is not None:
+            rollout.price_per_hour, rollout.rate = self.rate.sandbox_hour, self.rate.to_dict()
         rollout.secrets.update(self.secrets)
         return rollout
 

@@ -3,6 +3,7 @@ checked when pytest configures: a bad value is a usage error before any test run
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -77,6 +78,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "string", ""),
     (flags.FLEET.plugin, {"metavar": flags.FLEET.metavar}, f"{flags.FLEET.help} (default: none)",
      "string", ""),
+    (flags.RANK_BY.plugin, {"metavar": flags.RANK_BY.metavar},
+     f"{flags.RANK_BY.help} (default: worker-hours)", "string", "worker-hours"),
     ("--rollout-json", {"metavar": "PATH"},
      "write the full report (schema rollout-tax/2) to PATH", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
@@ -231,6 +234,9 @@ class Settings:
             scale = Scale.parse(
                 str(option(config, "--rollout-project")), think, "--rollout-project"
             )
+            by_text = str(option(config, flags.RANK_BY.plugin))
+            by = flags.RANK_BY.value(by_text, flags.RANK_BY.plugin)
+            scale = dataclasses.replace(scale, rank_by=by)
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
                 _check_replay_path(path)

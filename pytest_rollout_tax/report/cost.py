@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..core.price import Rate
-from .projection import SECONDS_PER_HOUR
+from ..core.price import SECONDS_PER_HOUR, Rate
 
 #: Parts of the dollars beyond the hours' parts.
 MINIMUM = "minimum"

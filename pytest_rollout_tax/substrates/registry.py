@@ -10,7 +10,7 @@ import pluggy
 
 from ..core.substrate import Substrate
 from ..errors import ConfigError, SubstrateUnavailable
-from . import builtin, hookspecs
+from . import builtin, hookspecs, prices
 
 
 class Registry:
@@ -61,7 +61,11 @@ class Registry:
 
     def create(self, name: str, kind: str | None = None, **options: Any) -> Substrate:
         """A substrate named ``name`` of implementation ``kind`` (default: ``name``)."""
-        return self.load(kind or name)(name, **options)
+        substrate = self.load(kind or name)(name, **options)
+        substrate.rate = prices.rate_for(
+            substrate.kind, substrate.resources, substrate.options.price
+        )
+        return substrate
 
 
 def get_substrate(name: str, **options: Any) -> Substrate:

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_rollout_tax.core.price import PriceOptions, Rate, Resources, added_dollars
 from pytest_rollout_tax.report.cost import FIXED, MINIMUM, project_cost
-from pytest_rollout_tax.report.projection import Scale, added_hours, decompose
+from pytest_rollout_tax.report.projection import Means, Scale, added_hours, decompose
 from pytest_rollout_tax.substrates.prices import rate_for
 
 E2B_1CPU_2GIB = rate_for("e2b", Resources(vcpus=1, gib=2), PriceOptions())
@@ -25,7 +25,8 @@ def test_table_1_in_dollars(per_rollout_s, per_action_s, hours):
 
 def _cost(rate: Rate, *, think_s: float = 0.0, cold_s: float = 1.0, wall: float | None = None):
     scale = Scale(rollouts=1_000_000, steps=150, think_time_s=think_s)
-    hours = decompose(scale, cold_start_s=cold_s, action_s=0.01, step_s=0.25, teardown_s=0.0)
+    means = Means(cold_start_s=cold_s, action_s=0.01, step_s=0.25, teardown_s=0.0)
+    hours = decompose(means, scale)
     return project_cost(
         hours.to_dict(), rate, rollouts=scale.rollouts, think_s=150 * think_s, wall_clock_hours=wall
     )

@@ -55,7 +55,6 @@ class EC2Substrate(Substrate):
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         opts: EC2Options = self.options
-        self.price_per_hour = opts.price_per_hour
         self.fixed_endpoint = endpoint(opts.connect)
         self.api = EC2Api(self.name, opts)
         self.client = self.api.client
