@@ -10,12 +10,14 @@ import argparse
 import subprocess
 import sys
 from collections.abc import Sequence
+from datetime import date
 from importlib import resources
 from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
 from . import flags
+from .core import prices
 from .errors import RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
@@ -118,6 +120,7 @@ def build_parser() -> Parser:
     proj.add_argument("--steps", type=COUNT, metavar="S", help="steps (tool calls) per rollout")
     flags.THINK_TIME.add_argument(proj)
     flags.FLEET.add_argument(proj)
+    flags.RANK_BY.add_argument(proj)
     proj.add_argument(
         "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
     )
@@ -154,6 +157,15 @@ def build_parser() -> Parser:
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
     cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+
+    commands.add_parser(
+        "prices",
+        help="the list prices cost defaults to, with their source and date",
+        description="Print the shipped rate sheet: per substrate, the dollars per vCPU-, "
+        "GiB- and instance-hour, a fixed fee per hour, the minimum billed per launch, the day "
+        "each was read (stale after a year) and how the provider bills. Set your own with "
+        "--substrate-opt NAME.price.KEY=VALUE (docs/measurement.md#dollars).",
+    )
 
     commands.add_parser(
         "ensure-docker",
@@ -340,7 +352,9 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
-    report = reproject(run.report, args.rollouts, args.steps, args.think_time, args.fleet)
+    report = reproject(
+        run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
+    )
     written = None
     if args.json:
         try:
@@ -422,6 +436,18 @@ def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ray.drive(args.address, args.shards, pytest_args, args.output, out)
 
 
+def run_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    rows = prices.table(date.today())
+    out.write(tabulate(rows, headers="keys", disable_numparse=True) + "\n")
+    for kind, entry in sorted(prices.sheet().items()):
+        out.write(f"{kind}: {entry['billing']}; {entry['source']}\n")
+    out.write(
+        "local, docker: no list price; set the machine's: --substrate-opt "
+        "NAME.price.instance_hour=D (and NAME.price.share=K sandboxes per machine)\n"
+    )
+    return compare.EXIT_OK
+
+
 def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Run the engine-and-image script the package ships; its exit status is the command's."""
     script = resources.files("pytest_rollout_tax.substrates.docker") / "image" / "ensure-docker"
@@ -433,6 +459,7 @@ def run_ensure_docker(args: argparse.Namespace, out: TextIO, err: TextIO) -> int
 COMMANDS = {
     "compare": run_compare,
     "ensure-docker": run_ensure_docker,
+    "prices": run_prices,
     "html": run_html,
     "list": run_list,
     "project": run_project,

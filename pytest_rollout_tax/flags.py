@@ -51,6 +51,14 @@ def seconds(text: str) -> float:
     return number
 
 
+def rank_by(text: str) -> str:
+    """``worker-hours`` or ``cost``, as the report records it (``worker_hours``, ``cost``)."""
+    spelled = str(text).strip().replace("_", "-")
+    if spelled not in ("worker-hours", "cost"):
+        raise ValueError(f"expected worker-hours or cost, got {text!r}")
+    return spelled.replace("-", "_")
+
+
 @dataclass(frozen=True)
 class Flag:
     """An option both front ends have."""
@@ -106,6 +114,13 @@ FLEET = Flag(
     "level nearest to W when one was measured",
     parse=lambda text: count(text, MAX_WORKERS),
 )
+RANK_BY = Flag(
+    "rank-by",
+    "worker-hours|cost",
+    "rank substrates by projected worker-hours (the default) or by dollars, for substrates "
+    "with a price; the decision names the other beside it",
+    parse=lambda text: rank_by(text),
+)
 THINK_TIME = Flag(
     "think-time",
     "SECONDS",
@@ -116,8 +131,8 @@ FAIL = Flag(
     "compare-fail",
     "METRIC.STAT:THRESHOLD",
     "fail when METRIC.STAT regressed past THRESHOLD (repeatable). METRIC: "
-    f"{', '.join(SAMPLE_METRICS)}, worker_hours; STAT: {', '.join(STAT_NAMES)} (worker_hours: "
-    "mean only); THRESHOLD: a percentage of the "
+    f"{', '.join(SAMPLE_METRICS)}, worker_hours, cost; STAT: {', '.join(STAT_NAMES)} "
+    "(worker_hours and cost: mean only; cost: a percentage); THRESHOLD: a percentage of the "
     "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
     cli_stem="fail",
 )

@@ -23,10 +23,15 @@ def parse_options(schema: type, raw: Mapping[str, Any], *, owner: str) -> Any:
     fields = {f.name: f for f in dataclasses.fields(schema)}
     hints = typing.get_type_hints(schema)
     values = {}
-    for key, value in raw.items():
+    for key, value in _nested(raw).items():
         if key not in fields:
             known = ", ".join(sorted(fields)) or "none"
             raise ConfigError(f"{owner}.{key}: unknown option (options of {owner}: {known})")
+        if dataclasses.is_dataclass(hints[key]):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{owner}.{key}={value!r}: expected {key}.KEY=VALUE options")
+            values[key] = parse_options(hints[key], value, owner=f"{owner}.{key}")
+            continue
         try:
             values[key] = coerce(value, hints[key])
         except (TypeError, ValueError) as exc:
@@ -39,6 +44,21 @@ def parse_options(schema: type, raw: Mapping[str, Any], *, owner: str) -> Any:
         except ValueError as exc:
             raise ConfigError(f"{owner}.{exc}") from None
     return instance
+
+
+def _nested(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"price.vcpu_hour": 1}`` (``--substrate-opt NAME.price.vcpu_hour=1``) folded into
+    ``{"price": {"vcpu_hour": 1}}``, beside a TOML table of the same name."""
+    folded: dict[str, Any] = {}
+    for key, value in raw.items():
+        head, dot, rest = key.partition(".")
+        if not dot:
+            folded[key] = value
+            continue
+        table = folded.setdefault(head, {})
+        if isinstance(table, Mapping):
+            folded[head] = {**table, rest: value}
+    return folded
 
 
 def coerce(value: Any, hint: Any) -> Any:

@@ -80,6 +80,8 @@ class Rollout:
     error: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
+    #: The substrate's billing (``core.price.Rate.to_dict``), when it has a price.
+    rate: dict[str, Any] | None = None
     #: A replayed trajectory: where it came from and how it replayed (``ReplayInfo.to_dict``).
     replay: dict[str, Any] | None = None
     #: Wall-clock (epoch) seconds of the lifecycle's moments (:data:`EPOCH_MARKS`), so the
@@ -134,6 +136,8 @@ class Rollout:
             extra["snapshot"] = True
         if self.launch_type is not None:
             extra["launch_type"] = self.launch_type
+        if self.rate is not None:  # a substrate with a price
+            extra["rate"] = dict(self.rate)
         return {
             "test": self.test,
             "substrate": self.substrate,

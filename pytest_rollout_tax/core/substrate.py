@@ -10,6 +10,7 @@ returns times every step.
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import os
 import socket
@@ -19,15 +20,16 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
-from . import contract
+from . import contract, prices
 from .limits import LIMITS
 from .options import parse_options
 from .pool_stats import PoolStats
+from .price import PriceOptions, Rate, Resources
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport, without_userinfo
@@ -47,6 +49,8 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
+    #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
+    price: PriceOptions = field(default_factory=PriceOptions)
 
 
 @dataclass(frozen=True)
@@ -155,8 +159,6 @@ class Substrate(ABC):
     Options: ClassVar[type]
     #: The transports it offers, the default first.
     transports: ClassVar[tuple[str, ...]] = ("exec",)
-    #: Dollars per hour one sandbox costs, if known (``ec2.price_per_hour``); shown as cost.
-    price_per_hour: float | None = None
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
@@ -235,6 +237,18 @@ class Substrate(ABC):
     def reap(self, session_id: str | None = None) -> int:
         """Remove environments labelled by ``session_id`` (any session if None); return how many."""
         return 0
+
+    @functools.cached_property
+    def rate(self) -> Rate | None:
+        """The billing in force: ``NAME.price.*`` over the shipped rate sheet, on the
+        resources this substrate bills for; None without a price."""
+        return prices.rate_for(self.kind, self.resources, self.options.price)
+
+    @property
+    def resources(self) -> Resources:
+        """What one sandbox is billed for, from this substrate's own options (unknown: none;
+        ``price.vcpus``, ``price.gib`` and ``price.share`` say it)."""
+        return Resources()
 
     @property
     def secrets(self) -> list[str]:
@@ -359,9 +373,11 @@ class Substrate(ABC):
         """``rollout`` with this substrate's kind, transport, runtime and price filled in, and
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
-        rollout.price_per_hour, rollout.runtime = self.price_per_hour, self.runtime
+        rollout.runtime = self.runtime
         rollout.runtime_release = self.runtime_release
         rollout.runtime_platform = self.runtime_platform
+        if self.rate is not None:
+            rollout.price_per_hour, rollout.rate = self.rate.sandbox_hour, self.rate.to_dict()
         rollout.secrets.update(self.secrets)
         rollout.secrets.update(command_env_values(self.options))
         return rollout

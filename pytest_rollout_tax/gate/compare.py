@@ -25,9 +25,11 @@ from ..errors import ConfigError
 from ..report.noise import Evidence, evidence
 from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
-from ..report.units import hours, percent, seconds, value
+from ..report.units import dollars, hours, percent, seconds, value
 
-METRICS = (*SAMPLE_METRICS, "worker_hours")
+#: Metrics projected from the means (one figure per run, ``.mean`` only).
+PROJECTED = ("worker_hours", "cost")
+METRICS = (*SAMPLE_METRICS, *PROJECTED)
 STATS = STAT_NAMES
 #: Rows of the comparison table.
 TABLE_ROWS = [(m, s) for m in ("cold_start", "action", "step", "teardown") for s in ("p50", "p95")]
@@ -108,20 +110,22 @@ class Check:
         metric, dot, stat = (part.strip() for part in target.partition("."))
         if metric not in METRICS:
             raise ConfigError(f"{where}: unknown metric {metric!r}; one of {', '.join(METRICS)}")
-        if metric == "worker_hours" and not dot:
+        if metric in PROJECTED and not dot:
             stat = "mean"
         elif not dot:
             raise ConfigError(f"{where}: missing STAT after {metric!r}; e.g. {metric}.p95:{limit}")
         if stat not in STATS:
             raise ConfigError(f"{where}: unknown stat {stat!r}; one of {', '.join(STATS)}")
-        if metric == "worker_hours" and stat != "mean":
+        if metric in PROJECTED and stat != "mean":
             raise ConfigError(
-                f"{where}: worker_hours is projected from means; use worker_hours.mean:{limit}"
+                f"{where}: {metric} is projected from means; use {metric}.mean:{limit}"
             )
         try:
             threshold = Threshold.parse(limit)
         except ValueError as exc:
             raise ConfigError(f"{where}: {exc}") from None
+        if metric == "cost" and not threshold.relative:
+            raise ConfigError(f"{where}: cost takes a percentage, e.g. cost.mean:10%")
         return cls(metric, stat, threshold, text.strip())
 
     @property
@@ -202,6 +206,8 @@ def change(metric: str, before: float | None, after: float | None) -> str:
     sign = "+" if delta > 0 else "-"
     if metric == "worker_hours":
         return f"{sign}{hours(abs(delta))} h"
+    if metric == "cost":
+        return f"{sign}{dollars(abs(delta))}"
     return f"{sign}{seconds(abs(delta))}"
 
 
@@ -307,6 +313,10 @@ def table_rows(before: Side, after: Side) -> list[list[str]]:
     b, a = before.worker_hours, after.worker_hours
     rows.append(["worker-hours", value("worker_hours", b), value("worker_hours", a),
                  change("worker_hours", b, a), percent(b, a), ""])  # fmt: skip
+    if before.dollars is not None or after.dollars is not None:
+        b, a = before.dollars, after.dollars
+        rows.append(["dollars", value("cost", b), value("cost", a),
+                     change("cost", b, a), percent(b, a), ""])  # fmt: skip
     return rows
 
 
@@ -333,7 +343,7 @@ def gate_lines(outcomes: list[Outcome]) -> list[str]:
     names = ", ".join(f"{text} ({', '.join(subs)})" for text, subs in by_check.items())
     for o in outcomes:
         need = min_samples(o.check.stat)
-        if o.status != "skipped" and o.check.metric != "worker_hours" and min(o.counts) < need:
+        if o.status != "skipped" and o.check.metric not in PROJECTED and min(o.counts) < need:
             lines.append(
                 f"warning: {o.substrate} {o.check.name} is quoted from {o.counts[0]}/"
                 f"{o.counts[1]} sample(s); a {o.check.stat} needs {need} or more"

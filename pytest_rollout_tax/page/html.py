@@ -165,7 +165,7 @@ def _leaderboard(
             '</span> where a check found a credible slowdown, <span class="noise">noise</span>'
             " where it crossed the threshold by a change inside the noise."
         )
-    qualifiers = [*summary.warnings, *summary.notes, *summary.caveats]
+    qualifiers = [*summary.dollars, *summary.warnings, *summary.notes, *summary.caveats]
     ranked = [name for name, _ in summary.rows]
     table_html = board(report, ranked, palette=palette, baseline=baseline, outcomes=outcomes)
     return f'{table_html}<p class="key">{key}</p>{notes(qualifiers)}'

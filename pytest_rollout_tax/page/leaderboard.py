@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..gate.compare import Outcome, percent
-from ..report.projection import Scale
+from ..report.projection import Means, Scale, project
 from ..report.sides import project_entry, scale_of
-from ..report.units import hours, ratio, share
+from ..report.units import dollars, hours, ratio, share
 from .markup import e, table
 
 
@@ -21,7 +21,8 @@ class Column:
     header: str
     #: The figure of one ``substrates[NAME]`` entry (``None``: not measured).
     figure: Callable[[dict], float | None]
-    #: "time" (one unit per column, chosen from its values), "hours", "share" or "ratio".
+    #: "time" (one unit per column, chosen from its values), "hours", "dollars", "share" or
+    #: "ratio". A "dollars" column is shown only when a substrate has a price.
     kind: str
     lower_is_better: bool = True
     #: The gate's (metric, stat) that judges this figure's change, if any.
@@ -49,6 +50,12 @@ def _tax_share_at(old: dict, scale: Scale) -> float | None:
     return _tax_share({"worker_hours": worker, "tax_hours": tax})
 
 
+def _dollars_at(old: dict, scale: Scale) -> float | None:
+    """The baseline's dollars at this run's scale, as the gate has them."""
+    cost = project(Means.of_entry(old), scale).cost
+    return None if cost is None else cost.dollars
+
+
 def _success(entry: dict) -> float | None:
     return 1 - entry["failures"] / entry["rollouts"] if entry.get("rollouts") else None
 
@@ -57,6 +64,8 @@ COLUMNS = (
     Column("worker-hours", lambda e: e.get("worker_hours"), "hours",
            check=("worker_hours", "mean"), rescaled=_hours_at(0)),
     Column("vs cheapest", lambda e: e.get("worker_hours"), "ratio"),
+    Column("dollars", lambda e: e.get("cost_usd"), "dollars",
+           check=("cost", "mean"), rescaled=_dollars_at),
     Column("tax-hours", lambda e: e.get("tax_hours"), "hours", rescaled=_hours_at(1)),
     Column("tax share", _tax_share, "share", rescaled=_tax_share_at),
     Column("cold start p50", _stat("cold_start", "p50"), "time", check=("cold_start", "p50")),
@@ -98,6 +107,8 @@ def board(
     columns = []
     for column in COLUMNS:
         values = [v for n in ranked if (v := column.figure(entries[n])) is not None]
+        if column.kind == "dollars" and not values:
+            continue
         unit = unit_for(values) if column.kind == "time" else None
         headers.append(f"{column.header} ({unit[0]})" if unit else column.header)
         columns.append((column, values, unit))
@@ -127,6 +138,8 @@ def _show(
         return in_unit(value, unit[1])
     if column.kind == "hours":
         return hours(value)
+    if column.kind == "dollars":
+        return dollars(value)
     if column.kind == "ratio":
         return ratio(value / cheapest) if cheapest else "-"
     return share(value) if column.lower_is_better else f"{value:.0%}"

@@ -3,6 +3,7 @@ checked when pytest configures: a bad value is a usage error before any test run
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Callable
@@ -75,6 +76,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "string", ""),
     (flags.FLEET.plugin, {"metavar": flags.FLEET.metavar}, f"{flags.FLEET.help} (default: none)",
      "string", ""),
+    (flags.RANK_BY.plugin, {"metavar": flags.RANK_BY.metavar},
+     f"{flags.RANK_BY.help} (default: worker-hours)", "string", "worker-hours"),
     ("--rollout-json-steps", {"metavar": "all|none"},
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
@@ -217,6 +220,9 @@ class Settings:
             scale = Scale.parse(
                 str(option(config, "--rollout-project")), think, "--rollout-project"
             )
+            by_text = str(option(config, flags.RANK_BY.plugin))
+            by = flags.RANK_BY.value(by_text, flags.RANK_BY.plugin)
+            scale = dataclasses.replace(scale, rank_by=by)
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
                 _check_replay_path(path)

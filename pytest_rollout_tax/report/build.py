@@ -46,6 +46,7 @@ def summarize_substrate(
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
     prices = [r["price_per_hour"] for r in records if r["price_per_hour"] is not None]
+    rates = [r["rate"] for r in records if r.get("rate")]
     entry = {
         "kind": _most_common(r["kind"] for r in records),
         "transport": _most_common(r["transport"] for r in records),
@@ -88,6 +89,8 @@ def summarize_substrate(
         entry["pool"] = pool.to_dict()
     if prices:  # optional keys: only substrates that know their price have them
         entry["price_per_hour"] = prices[-1]
+    if rates:
+        entry["rate"] = rates[-1]
     return entry
 
 
@@ -112,7 +115,7 @@ def launch_types(records: list[dict]) -> dict[str, dict]:
 def projected_keys(entry: dict, scale: Scale) -> dict:
     """The projected keys of a ``substrates[NAME]`` entry at ``scale``, through the one door
     (``projection.project``) from the entry's means: for a live run, a merge and a re-projection
-    alike. ``fleet`` only with a fleet, ``cost_usd`` only with a price."""
+    alike. ``fleet`` only with a fleet, ``cost`` and ``cost_usd`` only with a price."""
     projected = project(Means.of_entry(entry), scale)
     decomposition = projected.decomposition
     keys = {
@@ -122,8 +125,9 @@ def projected_keys(entry: dict, scale: Scale) -> dict:
     }
     if scale.fleet is not None:
         keys["fleet"] = projected.fleet.to_dict() if projected.fleet else None
-    if entry.get("price_per_hour") is not None:
-        keys["cost_usd"] = projected.cost_usd
+    if projected.cost is not None:
+        keys["cost"] = projected.cost.to_dict()
+        keys["cost_usd"] = projected.cost.dollars
     return keys
 
 
@@ -228,6 +232,7 @@ def projection_of(scale: Scale) -> dict:
         "think_time_s": scale.think_time_s,
         "think_time_source": scale.think_time_source,
         "fleet": scale.fleet,
+        "rank_by": scale.rank_by,
     }
 
 
@@ -240,6 +245,7 @@ def scale_of(report: dict) -> Scale:
         projection["think_time_s"],
         projection.get("think_time_source", "option"),  # runs saved before it was recorded
         projection.get("fleet"),
+        projection.get("rank_by", "worker_hours"),  # runs saved before dollars
     )
 
 

@@ -13,13 +13,16 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from ..core.limits import check
+from ..core.price import SECONDS_PER_HOUR, Rate
 from ..fleet.pool import idle_per_claim
+from .cost import Cost, project_cost
 
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
 #: trajectories' recorded think time, or nowhere (0).
 ThinkSource = Literal["option", "recorded", "none"]
-
-SECONDS_PER_HOUR = 3600.0
+#: What the ranking orders substrates by (``--rollout-rank-by``).
+RankBy = Literal["worker_hours", "cost"]
+RANK_BY: tuple[RankBy, ...] = ("worker_hours", "cost")
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class Scale:
     think_time_source: ThinkSource = "option"
     #: Concurrent workers to project wall-clock hours for (``--rollout-fleet``), or None.
     fleet: int | None = None
+    #: What the ranking orders by: projected worker-hours or dollars (``--rollout-rank-by``).
+    rank_by: RankBy = "worker_hours"
 
     @classmethod
     def parse(
@@ -90,8 +95,8 @@ class Means:
     isolation_s: float | None = None
     #: The substrate's recorded think time per step (replays), used unless an option set one.
     think_s: float | None = None
-    #: Price per sandbox-hour, for substrates that know theirs.
-    price_per_hour: float | None = None
+    #: The substrate's billing, for substrates that know their price.
+    rate: Rate | None = None
     #: Burst levels measured, as (concurrency, mean cold start) pairs; a warm pool's size.
     bursts: tuple[tuple[int, float], ...] = ()
     pool_size: int | None = None
@@ -115,7 +120,7 @@ class Means:
             command_s=command["mean_s"] if command else None,
             isolation_s=(entry.get("isolation") or {}).get("per_step_s"),
             think_s=mean("think"),
-            price_per_hour=entry.get("price_per_hour"),
+            rate=rate_of(entry),
             bursts=tuple(
                 (level["concurrency"], level["cold_start"]["mean"])
                 for level in entry.get("burst") or ()
@@ -162,20 +167,21 @@ class Projected:
     tax_hours: float | None
     decomposition: Decomposition | None
     fleet: FleetHours | None = None
-    cost_usd: float | None = None
+    cost: Cost | None = None
 
 
 def project(means: Means, scale: Scale) -> Projected:
     """The one door of the projection: ``means`` at ``scale`` (its think time the substrate's
     recorded one unless an option set it)."""
     scale = scale.with_recorded_think(means.think_s)
-    worker = worker_hours(means, scale)
+    decomposition = decompose(means, scale)
+    fleet = fleet_hours(means, scale)
     return Projected(
-        worker_hours=worker,
+        worker_hours=worker_hours(means, scale),
         tax_hours=tax_hours(means, scale),
-        decomposition=decompose(means, scale),
-        fleet=fleet_hours(means, scale),
-        cost_usd=cost_usd(means, worker),
+        decomposition=decomposition,
+        fleet=fleet,
+        cost=cost(means, scale, decomposition, fleet),
     )
 
 
@@ -236,11 +242,31 @@ def fleet_hours(means: Means, scale: Scale) -> FleetHours | None:
     )
 
 
-def cost_usd(means: Means, worker: float | None) -> float | None:
-    """The projected worker-hours' cost at the substrate's price, or None without one."""
-    if means.price_per_hour is None or worker is None:
+def cost(
+    means: Means, scale: Scale, decomposition: Decomposition | None, fleet: FleetHours | None
+) -> Cost | None:
+    """The projection in dollars at the substrate's rate: its hours' parts billed, the launch
+    minimum and the fixed fee over the fleet's wall clock (``report/cost.py``); None without a
+    rate or hours."""
+    if means.rate is None or decomposition is None:
         return None
-    return worker * means.price_per_hour
+    return project_cost(
+        decomposition.to_dict(),
+        means.rate,
+        rollouts=scale.rollouts,
+        think_s=(scale.steps or 0) * scale.think_time_s,
+        wall_clock_hours=fleet.wall_clock_hours if fleet else None,
+    )
+
+
+def rate_of(entry: dict) -> Rate | None:
+    """A report entry's billing: its ``rate``, or an older run's ``price_per_hour`` (a price
+    per sandbox-hour, the user's)."""
+    if entry.get("rate"):
+        return Rate.from_dict(entry["rate"])
+    if entry.get("price_per_hour") is not None:
+        return Rate(instance_hour=entry["price_per_hour"])
+    return None
 
 
 def step_overhead(action_s: float, step_s: float | None = None) -> float:

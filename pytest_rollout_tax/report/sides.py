@@ -7,10 +7,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
 from .build import projected_keys, projection_of, scale_of, spread_of
-from .projection import Means, Scale, project, rollout_seconds, worker_hours
+from .projection import Means, RankBy, Scale, project, rollout_seconds, worker_hours
 from .ranking import rank, report_units
 from .schema import SAMPLE_METRICS
 
@@ -25,10 +26,14 @@ class Side:
     rollouts: tuple[dict[str, Sequence[float]], ...] = ()
     #: Steps per rollout in the projection: a rollout's worker time for ``worker_hours``.
     steps: int = 0
+    #: The projection in dollars (None: no price).
+    dollars: float | None = None
 
     def value(self, metric: str, stat: str) -> float | None:
         if metric == "worker_hours":
             return self.worker_hours
+        if metric == "cost":
+            return self.dollars
         stats = self.stats.get(metric)
         return stats[stat] if stats else None
 
@@ -41,8 +46,14 @@ class Side:
 
         A metric measured once per rollout gives that sample; ``action`` and ``step`` give the
         check's STAT over the rollout's own samples (they share a sandbox, so they are not
-        independent); ``worker_hours`` gives the rollout's projected worker time.
+        independent); ``worker_hours`` gives the rollout's projected worker time, ``cost`` that
+        time at the side's dollars per worker-second.
         """
+        if metric == "cost":
+            if not self.dollars or not self.worker_hours:
+                return []
+            per_second = self.dollars / (self.worker_hours * SECONDS_PER_HOUR)
+            return [seconds * per_second for seconds in self.units("worker_hours", stat)]
         figures = []
         for rollout in self.rollouts:
             if metric == "worker_hours":
@@ -100,6 +111,12 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     return projected.worker_hours, projected.tax_hours
 
 
+def _dollars(entry: dict, scale: Scale) -> float | None:
+    """The dollars of a report's entry at ``scale``, or None without a price."""
+    cost = project(Means.of_entry(entry), scale).cost
+    return None if cost is None else cost.dollars
+
+
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
     rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
@@ -111,6 +128,7 @@ def sides(report: dict, scale: Scale) -> dict[str, Side]:
             worker_hours=project_entry(entry, scale)[0],
             rollouts=tuple(rollouts.get(name, ())),
             steps=scale.steps or 0,
+            dollars=_dollars(entry, scale),
         )
         for name, entry in report["substrates"].items()
     }
@@ -122,6 +140,7 @@ def reproject(
     steps: int | None,
     think_time_s: float | None,
     fleet: int | None = None,
+    rank_by: RankBy | None = None,
 ) -> dict:
     """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
     cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
@@ -132,6 +151,7 @@ def reproject(
         think_time_s=think_time_s if think_time_s is not None else old.think_time_s,
         think_time_source="option" if think_time_s is not None else old.think_time_source,
         fleet=fleet if fleet is not None else old.fleet,
+        rank_by=rank_by if rank_by is not None else old.rank_by,
     )
     result = copy.deepcopy(report)
     result["projection"] = projection_of(scale)

@@ -23,6 +23,13 @@ def hours(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
+def dollars(value: float | None) -> str:
+    """Dollars: ``$18,136``, ``$886``, ``$0.42``."""
+    if value is None:
+        return "-"
+    return f"${value:,.0f}" if value >= 10 else f"${value:.2g}"
+
+
 def ratio(value: float) -> str:
     if value < 0.1:
         return f"{value:.2g}x"
@@ -38,6 +45,8 @@ PART_LABELS = {
     "teardown": "teardown",
     "idle": "pool idle",
     "isolation": "isolation",
+    "minimum": "launch minimum",
+    "fixed": "fixed fee",
 }
 
 
@@ -53,6 +62,8 @@ def share(fraction: float) -> str:
 def value(metric: str, figure: float | None) -> str:
     if metric == "worker_hours":
         return "-" if figure is None else f"{hours(figure)} h"
+    if metric == "cost":
+        return dollars(figure)
     return seconds(figure)
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.price import Resources
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
@@ -59,6 +60,9 @@ except ImportError:  # pragma: no cover - exercised by a test that hides the ext
     raise ExtraMissing("e2b", "e2b") from None
 
 API_KEY_VARIABLE = "E2B_API_KEY"
+#: What E2B's default sandbox is billed for (its docs: 2 vCPU, 512 MiB).
+DEFAULT_VCPUS = 2.0
+DEFAULT_GIB = 0.5
 LABEL_PREFIX = "rollout-tax.io/"
 #: What the SDK runs every command with (``commands.run`` wraps it in ``bash -l -c``).
 SHELL = "/bin/bash"
@@ -291,6 +295,12 @@ class E2BSubstrate(Substrate):
         except Exception as exc:
             raise self.error(exc, "listing sandboxes") from None
         return found
+
+    @property
+    def resources(self) -> Resources:
+        """E2B's default sandbox (2 vCPU, 512 MiB); a template of its own says
+        ``price.vcpus`` and ``price.gib``."""
+        return Resources(vcpus=DEFAULT_VCPUS, gib=DEFAULT_GIB)
 
     @property
     def endpoint(self) -> str:

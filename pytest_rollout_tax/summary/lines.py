@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..core.stats import min_samples
 from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
-from ..report.units import hours, ratio, seconds
+from ..report.units import dollars, hours, ratio, seconds
 
 
 def ranked_names(report: dict) -> list[str]:
@@ -30,24 +30,33 @@ def decision_lines(report: dict) -> list[str]:
     """The decision: the cheapest substrate for this workload, by how much, and whether the run
     resolves the difference from the next (the gate's noise test); then the whole ranking when
     more than two substrates have worker-hours."""
-    priced = [item for item in report.get("ranking") or () if item["worker_hours"]]
+    by_cost = report["projection"].get("rank_by") == "cost"
+    key = "dollars" if by_cost else "worker_hours"
+    priced = [item for item in report.get("ranking") or () if item.get(key)]
     if not priced:
         return []
     first = priced[0]
-    line = (
-        f"cheapest here: {first['substrate']}, {hours(first['worker_hours'])} worker-hours and "
-        f"{hours(first['tax_hours'])} tax-hours"
-    )
+    line = f"cheapest here: {first['substrate']}, {_figures(first, by_cost)}"
     if len(priced) == 1:
         return [line]
-    line += f"; next {_versus(priced[1], first)}"
+    line += f"; next {_versus(priced[1], first, by_cost)}"
     lines = [line]
     if len(priced) > 2:
         rest = ", ".join(
             f"{item['substrate']} {ratio(item['ratio'])}" + _noise_tag(item) for item in priced[1:]
         )
-        lines.append(f"ranking by worker-hours: {first['substrate']}, then {rest}")
+        unit = "dollars" if by_cost else "worker-hours"
+        lines.append(f"ranking by {unit}: {first['substrate']}, then {rest}")
     return lines
+
+
+def _figures(item: dict, by_cost: bool) -> str:
+    """The cheapest's figures, the ranking's unit first and the other beside it."""
+    worker = f"{hours(item['worker_hours'])} worker-hours"
+    if by_cost:
+        return f"{dollars(item['dollars'])} ({worker}) and {hours(item['tax_hours'])} tax-hours"
+    price = f" ({dollars(item['dollars'])})" if item.get("dollars") is not None else ""
+    return f"{worker}{price} and {hours(item['tax_hours'])} tax-hours"
 
 
 #: How the decision words the noise test's verdict on a difference from the cheapest.
@@ -58,9 +67,10 @@ VERDICTS = {
 }
 
 
-def _versus(item: dict, cheapest: dict) -> str:
+def _versus(item: dict, cheapest: dict, by_cost: bool = False) -> str:
     """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
-    text = f"{item['substrate']} at {ratio(item['ratio'])} the worker-hours"
+    text = f"{item['substrate']} at {ratio(item['ratio'])} the "
+    text += "dollars" if by_cost else "worker-hours"
     if item["tax_hours"] and cheapest["tax_hours"]:
         text += f", {ratio(item['tax_hours'] / cheapest['tax_hours'])} the tax-hours"
     if item["noise"]:

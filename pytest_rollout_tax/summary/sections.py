@@ -9,6 +9,7 @@ from ..fleet import burst
 from ..report import isolation
 from ..report.units import PART_LABELS, hours, seconds, share
 from .clients import client_lines
+from .cost import cost_lines
 from .lines import (
     decision_lines,
     divergence_lines,
@@ -35,6 +36,8 @@ class Summary:
     rows: list[tuple[str, dict]]
     #: Where each substrate's hours go, in shares.
     shares: list[str]
+    #: What the projection costs in dollars where a substrate has a price, and where it goes.
+    dollars: list[str]
     #: The environment the figures were measured in.
     notes: list[str]
     #: The spread, and variants against their plain substrate: transport, pool, runtime,
@@ -53,7 +56,9 @@ class Summary:
         return [*self.decision, *self.header, *self.after_table()]
 
     def after_table(self) -> list[str]:
-        sections = (self.shares, self.notes, self.comparisons, self.warnings, self.fleet)
+        sections = (
+            self.shares, self.dollars, self.notes, self.comparisons, self.warnings, self.fleet,
+        )  # fmt: skip
         return [line for section in (*sections, self.caveats) for line in section]
 
 
@@ -64,7 +69,7 @@ def summarize(report: dict) -> Summary:
     caveats = [
         line
         for name, sub in substrates.items()
-        for line in (cost_line(name, sub), tax_cap_note(name, sub), success_line(name, sub))
+        for line in (tax_cap_note(name, sub), success_line(name, sub))
         if line is not None
     ]
     caveats += divergence_lines(substrates)
@@ -77,6 +82,7 @@ def summarize(report: dict) -> Summary:
         header=header_lines(report),
         rows=[(name, substrates[name]) for name in ranked_names(report)],
         shares=[line for name, sub in substrates.items() if (line := shares_line(name, sub))],
+        dollars=cost_lines(report, ranked_names(report)),
         notes=environment_lines(report),
         comparisons=[
             *([spread] if spread else []),
@@ -97,16 +103,6 @@ def shared_sandbox_lines(report: dict) -> list[str]:
         f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
         for shared in report.get("shared_sandboxes") or []
     ]
-
-
-def cost_line(name: str, entry: dict) -> str | None:
-    """The projected cost of a substrate that knows its price (``ec2.price_per_hour``)."""
-    if entry.get("cost_usd") is None:
-        return None
-    return (
-        f"{name}: the projected worker-hours cost ${entry['cost_usd']:,.0f} "
-        f"at ${entry['price_per_hour']:g} per sandbox-hour"
-    )
 
 
 def success_line(name: str, entry: dict) -> str | None:

@@ -77,7 +77,8 @@ def test_check_parse() -> None:
     assert check.threshold == Threshold(0.15, True, "15%")
     assert Check.parse("worker_hours:10%").stat == "mean"
     assert Check.parse("worker_hours.mean:20h").threshold.value == 72000
-    for metric in compare.METRICS[:-1]:
+    assert Check.parse("cost:10%").name == "cost.mean"
+    for metric in compare.SAMPLE_METRICS:
         for stat in compare.STATS:
             assert Check.parse(f"{metric}.{stat}:1ms").name == f"{metric}.{stat}"
 
@@ -94,6 +95,8 @@ def test_check_parse() -> None:
         ("cold_start.p95:", "malformed threshold ''"),
         ("action.p50:-5ms", "malformed threshold '-5ms'"),
         ("worker_hours.p95:10%", "worker_hours is projected from means"),
+        ("cost.p50:10%", "cost is projected from means; use cost.mean:10%"),
+        ("cost.mean:5ms", "cost takes a percentage, e.g. cost.mean:10%"),
     ],
 )
 def test_check_parse_rejects(text: str, message: str) -> None:
@@ -297,7 +300,7 @@ def test_a_saved_run_with_recorded_think_time_reprojects_each_substrate_with_its
 
 def test_sample_metrics_are_defined_once() -> None:
     assert compare.SAMPLE_METRICS is storage.SAMPLE_METRICS
-    assert (*storage.SAMPLE_METRICS, "worker_hours") == compare.METRICS
+    assert (*storage.SAMPLE_METRICS, "worker_hours", "cost") == compare.METRICS
 
 
 def test_table_per_substrate_fits_100_columns() -> None:

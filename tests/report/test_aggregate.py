@@ -8,6 +8,7 @@ from collections import Counter
 
 from support.reports import as_schema_1, build_report
 
+from pytest_rollout_tax.core.price import Rate
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.gate.compare import Check, compare_reports
@@ -17,6 +18,7 @@ from pytest_rollout_tax.report.build import (
     spread_of,
     summarize,
 )
+from pytest_rollout_tax.report.cost import project_cost
 from pytest_rollout_tax.report.projection import Means, Scale
 
 SCALE = Scale(rollouts=1_000_000, steps=None, think_time_s=0.5)
@@ -101,7 +103,13 @@ def reference_substrate(rollouts: list[Rollout], scale: Scale) -> dict:
     }
     if prices:
         entry["price_per_hour"] = prices[-1]
-        entry["cost_usd"] = hours * prices[-1] if hours is not None else None
+        if entry["decomposition"] is not None:
+            cost = project_cost(
+                entry["decomposition"], Rate(instance_hour=prices[-1]), rollouts=scale.rollouts,
+                think_s=0.0,
+            )  # fmt: skip
+            entry["cost"] = cost.to_dict()
+            entry["cost_usd"] = cost.dollars
     return entry
 
 

@@ -2,6 +2,7 @@ import random
 
 import pytest
 
+from pytest_rollout_tax.core.price import Rate
 from pytest_rollout_tax.report import projection
 from pytest_rollout_tax.report.projection import (
     Decomposition,
@@ -206,14 +207,14 @@ def test_a_fleet_takes_the_cold_start_of_the_nearest_burst_level():
 
 def test_project_is_the_one_door_and_gives_every_term():
     scale = Scale(rollouts=3600, steps=10, fleet=100)
-    figures = means(2.0, step_s=0.1, teardown_s=1.0, action_s=0.05, price_per_hour=2.0)
+    figures = means(2.0, step_s=0.1, teardown_s=1.0, action_s=0.05, rate=Rate(instance_hour=2.0))
     projected = project(figures, scale)
     assert projected.worker_hours == pytest.approx(2.0 + 10 * 0.1 + 1.0)
     assert projected.tax_hours == pytest.approx(2.0 + 10 * 0.05 + 1.0)
     assert projected.decomposition.worker_hours == pytest.approx(projected.worker_hours)
     assert projected.fleet.workers == 100
-    assert projected.cost_usd == pytest.approx(2.0 * projected.worker_hours)
-    assert project(means(2.0, step_s=0.1), scale).cost_usd is None  # no price, no cost
+    assert projected.cost.dollars == pytest.approx(2.0 * projected.worker_hours)
+    assert project(means(2.0, step_s=0.1), scale).cost is None  # no price, no cost
 
 
 def test_a_substrates_recorded_think_time_counts_unless_an_option_set_one():
@@ -246,6 +247,6 @@ def test_a_report_entry_gives_the_means_it_was_projected_from():
     }  # fmt: skip
     assert Means.of_entry(entry) == Means(
         cold_start_s=2.0, action_s=0.05, step_s=0.1, teardown_s=1.0, idle_s=1.0, command_s=0.2,
-        isolation_s=0.01, price_per_hour=1.5, bursts=((4, 3.0),), pool_size=2,
+        isolation_s=0.01, rate=Rate(instance_hour=1.5), bursts=((4, 3.0),), pool_size=2,
     )  # fmt: skip
     assert Means.of_entry(entry).projected_step_s == pytest.approx(0.05 + 0.2)

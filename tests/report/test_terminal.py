@@ -195,7 +195,8 @@ def test_a_priced_substrate_with_think_time_still_fits_80_columns():
     cost = data["substrates"]["docker-gvisor"]["cost_usd"]
     assert cost == pytest.approx(data["substrates"]["docker-gvisor"]["worker_hours"] * 0.0416)
     text = " ".join(line.strip() for line in lines)
-    assert f"the projected worker-hours cost ${cost:,.0f} at $0.0416 per sandbox-hour" in text
+    assert f"docker-gvisor dollars: ${cost:,.0f} for 1,000,000 rollouts" in text
+    assert "at $0.0416 per sandbox-hour (your price)" in text
 
 
 @pytest.mark.parametrize(("value", "text"), [(0.0009996, "1ms"), (0.9996, "1s"), (119.6, "2m00s")])

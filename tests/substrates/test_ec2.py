@@ -284,7 +284,7 @@ def test_instances_carry_ownership_and_user_tags(make_ec2, moto_server, ec2_worl
         assert instance["KeyName"] == ec2_world["key_name"]
         assert state(moto_server, sb.id) == "running"
     assert state(moto_server, sb.id) in GONE
-    assert substrate.price_per_hour is None
+    assert substrate.rate.instance_type == "t3.small" and substrate.rate.min_billed_s == 60
 
 
 def test_reap_terminates_tagged_leftovers_only(make_ec2, moto_server, ec2_world):
@@ -575,7 +575,7 @@ def test_configuration_errors(make_ec2, tmp_path, ec2_keys):
     with pytest.raises(ConfigError, match=r"ec2\.ami is not set"):
         no_ami.start()
     assert no_ami.reap("nothing-here") == 0  # reaping needs no AMI
-    assert make_ec2(price_per_hour="0.0416").price_per_hour == 0.0416
+    assert make_ec2(price_per_hour="0.0416").rate.sandbox_hour == 0.0416
 
 
 def test_connect_values():

@@ -15,6 +15,7 @@ import socket
 import threading
 from typing import Any
 
+from ...core.price import GIB, Resources
 from ...core.record import PhaseClock
 from ...core.sandbox import Sandbox
 from ...core.shell import ShellTransport
@@ -214,6 +215,13 @@ class DockerSubstrate(Substrate):
         if self.options.reap == "mine" and labels.get(USER_LABEL) != self.user:
             return True  # another user's, on a shared engine
         return self._owned_by_live_process(labels.get(OWNER_LABEL))
+
+    @property
+    def resources(self) -> Resources:
+        memory = self.options.memory
+        return Resources(
+            vcpus=self.options.cpus, gib=memory_bytes(memory) / GIB if memory else None
+        )
 
     @property
     def endpoint(self) -> str:

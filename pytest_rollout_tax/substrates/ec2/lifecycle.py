@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.price import Resources
 from ...core.record import PhaseClock
 from ...core.sandbox import Handle
 from ...core.shell import ShellTransport
@@ -54,7 +55,6 @@ class EC2Substrate(Substrate):
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         opts: EC2Options = self.options
-        self.price_per_hour = opts.price_per_hour
         self.fixed_endpoint = endpoint(opts.connect)
         self.api = EC2Api(self.name, opts)
         self.client = self.api.client
@@ -247,6 +247,10 @@ class EC2Substrate(Substrate):
                 InstanceIds=ids[start : start + 1000],
             )
         return len(ids)
+
+    @property
+    def resources(self) -> Resources:
+        return Resources(instance_type=self.options.instance_type)
 
     @property
     def endpoint(self) -> str:

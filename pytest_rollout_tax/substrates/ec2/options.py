@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...core.price import MAX_DOLLARS_PER_HOUR
 from ...core.substrate import SubstrateOptions
 
 
@@ -38,7 +39,7 @@ class EC2Options(SubstrateOptions):
     poll_interval: float = 0.25
     #: Optional known_hosts file: accepted keys are appended under the instance id.
     known_hosts: str | None = None
-    #: Dollars per instance-hour, to put a cost next to the projected worker-hours.
+    #: Dollars per instance-hour: ``price.instance_hour`` by its older name.
     price_per_hour: float | None = None
 
     def check(self) -> None:
@@ -49,8 +50,12 @@ class EC2Options(SubstrateOptions):
             raise ValueError(f"poll_interval={self.poll_interval}: must be > 0")
         if not self.workdir.startswith("/"):
             raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
-        if self.price_per_hour is not None and self.price_per_hour < 0:
-            raise ValueError(f"price_per_hour={self.price_per_hour}: must be >= 0")
+        if self.price_per_hour is not None:
+            if not 0 <= self.price_per_hour <= MAX_DOLLARS_PER_HOUR:
+                raise ValueError(f"price_per_hour={self.price_per_hour}: must be >= 0")
+            if self.price.instance_hour is not None:
+                raise ValueError("price_per_hour: give price.instance_hour alone")
+            self.price.instance_hour = self.price_per_hour
 
 
 def endpoint(connect: str) -> tuple[str, int] | None:

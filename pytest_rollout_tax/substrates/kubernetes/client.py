@@ -12,6 +12,7 @@ try:
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
     from kubernetes.stream import ws_client
+    from kubernetes.utils.quantity import parse_quantity
     from kubernetes.watch.watch import iter_resp_lines
     from websocket import (
         ABNF,
@@ -42,6 +43,7 @@ __all__ = [
     "iter_resp_lines",
     "k8s_client",
     "k8s_config",
+    "parse_quantity",
     "urllib3",
     "ws_client",
     "yaml",

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.pool_stats import PoolStats
+from ...core.price import GIB, Resources
 from ...core.record import PhaseClock, Rollout
 from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
@@ -18,6 +19,7 @@ from . import events
 from .agent_sandbox import Objects
 from .api import POD, PODS, Api, ApiError
 from .claims import ClaimHandle, Claims
+from .client import parse_quantity
 from .config import KubernetesOptions, load_cluster
 from .exec_transport import PodExec, PodHandle
 from .exec_ws import ExecStream
@@ -198,6 +200,15 @@ class KubernetesSubstrate(Substrate):
             if exc.code in (403, 404):
                 return 0
             raise
+
+    @property
+    def resources(self) -> Resources:
+        """The pod's requests: what GKE Autopilot bills for."""
+        cpu, memory = self.options.cpu, self.options.memory
+        return Resources(
+            vcpus=float(parse_quantity(cpu)) if cpu else None,
+            gib=float(parse_quantity(memory)) / GIB if memory else None,
+        )
 
     @property
     def endpoint(self) -> str:
