@@ -4,7 +4,10 @@ dashboard queries agent-sandbox's histograms."""
 from __future__ import annotations
 
 import bisect
+import json
+import re
 import statistics
+from pathlib import Path
 
 from support.pytest_process import wait_for
 from support.timelines import record
@@ -58,3 +61,12 @@ def test_an_unwritable_textfile_is_one_warning_line(tmp_path):
 def test_an_unreachable_gateway_is_one_warning_line(unused_port_url):
     warning = push(_records(), unused_port_url, timeout=2)
     assert warning.startswith(f"rollout-tax: Prometheus push to {unused_port_url} failed")
+
+
+def test_the_dashboard_queries_only_metrics_the_exporter_writes():
+    dashboard = json.loads(Path("docs/dashboards/rollout-tax.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    used = {m for expr in exprs for m in re.findall(r"rollout_tax_[a-z_]+", expr)}
+    written = {f"{m.name}_bucket" if m.type == "histogram" else f"{m.name}_total"
+               for m in registry_of(_records()).collect()}  # fmt: skip
+    assert used and used <= written
