@@ -18,6 +18,8 @@ from support.ec2_moto import (
 )
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.optional import no_matplotlib
+from support.otlp_receiver import otlp_receiver
+from support.prometheus import prometheus
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
@@ -36,6 +38,8 @@ __all__ = [
     "make_ec2",
     "moto_server",
     "no_matplotlib",
+    "otlp_receiver",
+    "prometheus",
     "runsc_runtime",
     "sandbox_image",
     "selected_substrate",
