@@ -7,7 +7,7 @@ from support.otlp_receiver import value_of
 from support.timelines import record
 
 from pytest_rollout_tax.core.record import Step
-from pytest_rollout_tax.outputs.otel import TOOL_BUCKETS, export
+from pytest_rollout_tax.telemetry.otel import TOOL_BUCKETS, export
 
 CHILDREN = [
     "cold_start create", "cold_start start", "cold_start first_exec",

@@ -12,7 +12,7 @@ from pathlib import Path
 from support.pytest_process import wait_for
 from support.timelines import record
 
-from pytest_rollout_tax.outputs.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
+from pytest_rollout_tax.telemetry.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
 
 COLD_S = [0.31, 0.42, 0.55, 0.61, 0.72, 0.93, 1.3, 2.2, 0.48]
 

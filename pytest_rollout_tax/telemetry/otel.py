@@ -10,13 +10,12 @@ output or ``env`` value is in a record, so none can be exported.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ConfigError
-from .spans import RolloutSpans, TimedSpan, spans_of
+from .timeline import RolloutSpans, TimedSpan, spans_of
 
 try:
     from opentelemetry import trace
@@ -35,9 +34,6 @@ except ImportError as exc:  # pragma: no cover - exercised by a test that hides 
         f"({exc.name} is missing)"
     ) from None
 
-ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-PROTOCOL_VARIABLE = "OTEL_EXPORTER_OTLP_PROTOCOL"
-PROTOCOL = "http/protobuf"
 SCOPE = "pytest_rollout_tax"
 SERVICE = "pytest-rollout-tax"
 #: ``gen_ai.execute_tool.duration``'s buckets, as the GenAI conventions advise (seconds).
@@ -62,20 +58,6 @@ STARTUP_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 2, 2.5, 5, 10, 30, 60, 12
 SPANS_PER_REQUEST = 512
 EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
 EXPORTER_MODULES = ("trace_exporter", "metric_exporter")
-
-
-def endpoint_of(option: str | None) -> str | None:
-    """Where traces go: ``--rollout-otlp``, else the standard variables; None: nowhere."""
-    if option:
-        return option
-    return next((os.environ[name] for name in ENDPOINT_VARIABLES if os.environ.get(name)), None)
-
-
-def check_protocol() -> None:
-    """``OTEL_EXPORTER_OTLP_PROTOCOL``, if set, must be the one exported (a usage error)."""
-    protocol = os.environ.get(PROTOCOL_VARIABLE)
-    if protocol and protocol != PROTOCOL:
-        raise ConfigError(f"{PROTOCOL_VARIABLE}={protocol!r}: rollout-tax exports {PROTOCOL}")
 
 
 def export(

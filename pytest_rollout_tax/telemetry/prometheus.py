@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ConfigError
-from .spans import spans_of
+from .timeline import spans_of
 
 try:
     from prometheus_client import (

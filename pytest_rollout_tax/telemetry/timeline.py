@@ -6,11 +6,11 @@ record is a report's ``rollouts[]`` item with every step column (``at_us`` place
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.record import steps_of
+from ..core.record import STEP_COLUMNS, steps_of
 from ..core.substrate import CLAIM_PHASE
 
 NANOSECONDS = 1_000_000_000
@@ -43,6 +43,13 @@ class RolloutSpans:
     root: TimedSpan
     children: list[TimedSpan]
     launch_type: str
+
+
+def records_of(report: dict[str, Any]) -> Iterable[dict[str, Any]]:
+    """A report's ``rollouts[]`` with every step column, whatever ``--rollout-json-steps`` kept
+    for the file (a live run's rows keep them all)."""
+    rows = report.get("rollouts") or ()
+    return rows.keeping(STEP_COLUMNS) if hasattr(rows, "keeping") else rows
 
 
 def launch_type(record: dict[str, Any]) -> str:

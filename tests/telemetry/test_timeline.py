@@ -7,7 +7,7 @@ import itertools
 from support.timelines import record
 
 from pytest_rollout_tax.core.record import Step
-from pytest_rollout_tax.outputs.spans import launch_type, spans_of
+from pytest_rollout_tax.telemetry.timeline import launch_type, spans_of
 
 
 def test_the_phases_follow_one_another_from_the_create_request():
