@@ -21,6 +21,8 @@ from support.ec2_moto import (
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.modal_server import modal_env, modal_server
 from support.optional import no_matplotlib
+from support.otlp_receiver import otlp_receiver
+from support.prometheus import prometheus
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
@@ -45,6 +47,8 @@ __all__ = [
     "modal_server",
     "moto_server",
     "no_matplotlib",
+    "otlp_receiver",
+    "prometheus",
     "runsc_runtime",
     "sandbox_image",
     "selected_substrate",

@@ -20,7 +20,9 @@ FAILED_OUTCOMES = ("failed", "error", UNBOUND)
 #: (``kind`` comes with its legend, ``kinds``).
 REQUIRED_STEP_COLUMNS = ("kind", "wall_us", "exit_code")
 #: Columns a rollout's ``steps`` has only when one of its steps has a value there.
-OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us")
+OPTIONAL_STEP_COLUMNS = ("output_bytes", "think_us", "recorded_us", "at_us", "tool", "call_id")
+#: Optional columns of text (the others hold whole numbers).
+TEXT_STEP_COLUMNS = ("tool", "call_id")
 #: Every per-step column, in order.
 STEP_COLUMNS = REQUIRED_STEP_COLUMNS + OPTIONAL_STEP_COLUMNS
 MICROSECONDS = 1e6
@@ -53,6 +55,12 @@ class Step:
     think_s: float | None = None
     #: A replayed step: how long the recorded command took (None: unknown).
     recorded_s: float | None = None
+    #: When the step began: seconds since its sandbox's create request (None: unknown).
+    at_s: float | None = None
+    #: A replayed step: the tool the trajectory recorded (``bash``, ``str_replace_editor``).
+    tool: str | None = None
+    #: A replayed step: the tool call's id in the trajectory.
+    call_id: str | None = None
 
 
 @dataclass
@@ -171,8 +179,8 @@ def step_columns(steps: Iterable[Step]) -> dict[str, list]:
 
     ``kind`` holds indexes into ``kinds``, the step kinds in order of first use; ``wall_us``
     holds wall times in whole microseconds. An optional column (:data:`OPTIONAL_STEP_COLUMNS`:
-    ``output_bytes``, ``think_us``, ``recorded_us``, times in whole microseconds) is there
-    only when a step has a value in it.
+    ``output_bytes``, ``think_us``, ``recorded_us``, ``at_us``, times in whole microseconds,
+    and a replay's ``tool`` and ``call_id``) is there only when a step has a value in it.
     """
     steps = list(steps)
     kinds: dict[str, int] = {}
@@ -186,6 +194,9 @@ def step_columns(steps: Iterable[Step]) -> dict[str, list]:
         "output_bytes": [step.output_bytes for step in steps],
         "think_us": [_microseconds(step.think_s) for step in steps],
         "recorded_us": [_microseconds(step.recorded_s) for step in steps],
+        "at_us": [_microseconds(step.at_s) for step in steps],
+        "tool": [step.tool for step in steps],
+        "call_id": [step.call_id for step in steps],
     }
     return columns | {
         name: values
@@ -212,16 +223,31 @@ def steps_of(stored: dict | list | None) -> Iterable[Step]:
         return map(Step, stored["kind"], stored["wall_s"], stored["exit_code"])
     kinds = stored["kinds"]
     count = len(stored["kind"])
-    output, think, recorded = (stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS)
+    output, think, recorded, at, tool, call_id = (
+        stored.get(name) or [None] * count for name in OPTIONAL_STEP_COLUMNS
+    )
     return [
-        Step(kinds[code], wall / MICROSECONDS, exit_code, size, _seconds(thought), _seconds(ran))
-        for code, wall, exit_code, size, thought, ran in zip(
+        Step(
+            kinds[code],
+            wall / MICROSECONDS,
+            exit_code,
+            size,
+            _seconds(thought),
+            _seconds(ran),
+            _seconds(began),
+            name,
+            call,
+        )
+        for code, wall, exit_code, size, thought, ran, began, name, call in zip(
             stored["kind"],
             stored["wall_us"],
             stored["exit_code"],
             output,
             think,
             recorded,
+            at,
+            tool,
+            call_id,
             strict=True,
         )
     ]

@@ -125,9 +125,9 @@ class Sandbox:
             finally:
                 wall = time.perf_counter() - started
                 if raw is None:
-                    self._record("exec", wall)
+                    self._record("exec", started, wall)
                 else:
-                    self._record("exec", wall, raw.exit_code, raw.size)
+                    self._record("exec", started, wall, raw.exit_code, raw.size)
         return ExecResult(
             exit_code=raw.exit_code,
             stdout=raw.stdout.decode("utf-8", "replace"),
@@ -219,13 +219,20 @@ class Sandbox:
     def _record(
         self,
         kind: StepKind,
+        started: float,
         wall_s: float,
         exit_code: int | None = None,
         output_bytes: int | None = None,
     ) -> None:
-        self.rollout.steps.append(
-            Step(kind=kind, wall_s=wall_s, exit_code=exit_code, output_bytes=output_bytes)
+        """Append one step that began at ``started`` (``time.perf_counter``)."""
+        step = Step(
+            kind=kind,
+            wall_s=wall_s,
+            exit_code=exit_code,
+            output_bytes=output_bytes,
+            at_s=started - self._started,
         )
+        self.rollout.steps.append(step)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -255,4 +262,4 @@ class Sandbox:
             try:
                 yield
             finally:
-                self._record(kind, time.perf_counter() - started)
+                self._record(kind, started, time.perf_counter() - started)

@@ -65,6 +65,8 @@ class RecordedStep:
     #: The harness tool the command calls (SWE-agent's ``find_file``, ``open``, ``edit``...),
     #: which a plain image does not have; None for a plain shell command.
     tool: str | None = None
+    #: The tool call's id in the recording, where it has one.
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -213,5 +213,8 @@ def _as_one_step(rollout: Rollout, before: int, recorded: RecordedStep) -> None:
             output_bytes=sum(sizes) if sizes else None,
             think_s=recorded.think_s,
             recorded_s=recorded.recorded_s,
+            at_s=made[0].at_s,
+            tool=recorded.tool,
+            call_id=recorded.call_id,
         )
     ]

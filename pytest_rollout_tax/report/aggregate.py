@@ -14,6 +14,7 @@ from ..core.record import (
     MICROSECONDS,
     OPTIONAL_STEP_COLUMNS,
     STEP_COLUMNS,
+    TEXT_STEP_COLUMNS,
     Rollout,
     step_column,
 )
@@ -89,8 +90,8 @@ class Row:
     kind: array | None = None
     exit_code: list[int | None] | None = None
     #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have,
-    #: packed (:func:`pack`).
-    optional: dict[str, array] = field(default_factory=dict)
+    #: numbers packed (:func:`pack`), text interned.
+    optional: dict[str, array | list[str | None]] = field(default_factory=dict)
 
     @property
     def walls_s(self) -> list[float]:
@@ -114,7 +115,9 @@ class Row:
     def _column(self, name: str) -> list | None:
         if name in OPTIONAL_STEP_COLUMNS:
             packed = self.optional.get(name)
-            return unpack(packed) if packed is not None else None
+            if packed is None or name in TEXT_STEP_COLUMNS:
+                return None if packed is None else list(packed)
+            return unpack(packed)
         values = getattr(self, name)
         return list(values) if values is not None else None
 
@@ -122,6 +125,11 @@ class Row:
 def pack(values: Sequence[int | None]) -> array:
     """An optional column (whole numbers >= 0, or null) as a compact array, -1 for null."""
     return array("q", (-1 if value is None else value for value in values))
+
+
+def _intern(values: Sequence[str | None]) -> list[str | None]:
+    """A text column with each distinct value stored once."""
+    return [None if value is None else sys.intern(value) for value in values]
 
 
 def unpack(packed: array) -> list[int | None]:
@@ -157,7 +165,9 @@ class Aggregate:
             row.kind = array("B", steps.get("kind", ()))
             row.exit_code = list(steps.get("exit_code", ()))
             row.optional = {
-                name: pack(steps[name]) for name in OPTIONAL_STEP_COLUMNS if name in steps
+                name: _intern(steps[name]) if name in TEXT_STEP_COLUMNS else pack(steps[name])
+                for name in OPTIONAL_STEP_COLUMNS
+                if name in steps
             }
         self.rows.append(row)
         walls = array("d", row.walls_s)

@@ -1,0 +1,72 @@
+"""Prometheus export: pushed to a real Pushgateway, scraped by a real Prometheus, queried as a
+dashboard queries agent-sandbox's histograms."""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import statistics
+from pathlib import Path
+
+from support.pytest_process import wait_for
+from support.timelines import record
+
+from pytest_rollout_tax.telemetry.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
+
+COLD_S = [0.31, 0.42, 0.55, 0.61, 0.72, 0.93, 1.3, 2.2, 0.48]
+
+
+def _records() -> list[dict]:
+    return [record(sandbox_id=f"s{i}", cold_start_s=cold) for i, cold in enumerate(COLD_S)]
+
+
+def _bucket(ms: float) -> int:
+    return bisect.bisect_left(STARTUP_BUCKETS_MS, ms)
+
+
+def test_histogram_quantile_lands_in_the_bucket_of_the_reports_p50(prometheus):
+    assert push(_records(), prometheus.pushgateway) is None
+    query = (
+        "histogram_quantile(0.5, sum by (le) "
+        '(rollout_tax_sandbox_startup_latency_ms_bucket{substrate="docker"}))'
+    )
+    wait_for(lambda: prometheus.query(query), "Prometheus to scrape the gateway", timeout=60)
+    (sample,) = prometheus.query(query)
+    p50_ms = statistics.median(COLD_S) * 1000
+    assert _bucket(float(sample["value"][1])) == _bucket(p50_ms)
+
+
+def test_the_histogram_carries_agent_sandboxs_buckets_and_labels():
+    text = registry_of(_records())
+    (family,) = [m for m in text.collect() if m.name == "rollout_tax_sandbox_startup_latency_ms"]
+    buckets = [s for s in family.samples if s.name.endswith("_bucket")]
+    assert [float(s.labels["le"]) for s in buckets][:-1] == list(map(float, STARTUP_BUCKETS_MS))
+    assert {key for s in buckets for key in s.labels} == {
+        "substrate", "launch_type", "template", "le",
+    }  # fmt: skip
+
+
+def test_the_textfile_is_written_for_the_node_exporter(tmp_path):
+    path = tmp_path / "rollout_tax.prom"
+    assert write(_records(), str(path)) is None
+    assert 'rollout_tax_rollouts_total{outcome="passed",substrate="docker"} 9.0' in path.read_text()
+
+
+def test_an_unwritable_textfile_is_one_warning_line(tmp_path):
+    warning = write(_records(), str(tmp_path / "missing" / "x.prom"))
+    assert warning.startswith("rollout-tax: cannot write Prometheus metrics to ")
+
+
+def test_an_unreachable_gateway_is_one_warning_line(unused_port_url):
+    warning = push(_records(), unused_port_url, timeout=2)
+    assert warning.startswith(f"rollout-tax: Prometheus push to {unused_port_url} failed")
+
+
+def test_the_dashboard_queries_only_metrics_the_exporter_writes():
+    dashboard = json.loads(Path("docs/dashboards/rollout-tax.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    used = {m for expr in exprs for m in re.findall(r"rollout_tax_[a-z_]+", expr)}
+    written = {f"{m.name}_bucket" if m.type == "histogram" else f"{m.name}_total"
+               for m in registry_of(_records()).collect()}  # fmt: skip
+    assert used and used <= written
