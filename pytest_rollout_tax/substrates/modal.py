@@ -32,7 +32,6 @@ from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
 from ..core.transport import (
-    NOOP,
     RawResult,
     Transport,
     shell_line,
@@ -145,9 +144,7 @@ class ModalExec(Transport):
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        command = ["sh", "-c", shell_line(argv, env=env, cwd=cwd)]
-        if tuple(argv) != NOOP:  # the action tax is measured without the wrapper
-            command = timeout_wrapped(command, timeout)
+        command = timeout_wrapped(["sh", "-c", shell_line(argv, env=env, cwd=cwd)], timeout)
         started = time.perf_counter()
         try:
             process = self.sdk.exec(*command, text=False)
@@ -155,7 +152,7 @@ class ModalExec(Transport):
             code = process.wait()
         except Exception as exc:
             raise self._substrate.error(exc, "running a command", self.sandbox_id) from None
-        if was_timed_out(argv, timeout, code, time.perf_counter() - started):
+        if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate.name, timeout or 0)
         return RawResult.capped(code, bytes(stdout), bytes(stderr), self.output_cap)
 

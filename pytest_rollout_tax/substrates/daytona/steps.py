@@ -14,12 +14,11 @@ from typing import Any, Protocol
 from ...core.record import PhaseClock
 from ...core.shell import RELAY
 from ...core.transport import (
-    NOOP,
     RawResult,
     Transport,
     one_line,
     step_timeout,
-    timeout_wrapped,
+    timeout_limit,
     was_timed_out,
     with_env,
 )
@@ -47,8 +46,7 @@ _SPLIT = "rollout-tax-stderr-"
 def _wrapped(argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None) -> str:
     """The shell words of one step: under ``timeout -s KILL`` (``0``: no limit) and the relay
     that ends it once every holder of its output closed it (:data:`..core.shell.RELAY`)."""
-    unlimited = timeout is None or tuple(argv) == NOOP  # the no-op is never wrapped
-    limit = "0" if unlimited else timeout_wrapped(argv, timeout)[3]
+    limit = timeout_limit(timeout)
     words = ["timeout", "-s", "KILL", limit, "sh", "-c", RELAY, "sh", *with_env(argv, env)]
     return shlex.join(words)
 
@@ -92,14 +90,13 @@ class _Steps(Transport):
 
     def _result(
         self,
-        argv: list[str],
         timeout: float | None,
         started: float,
         code: int,
         out: bytes,
         err: bytes,
     ) -> RawResult:
-        if was_timed_out(argv, timeout, code, time.perf_counter() - started):
+        if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate.name, timeout)
         return RawResult.capped(code, out, err, self.output_cap)
 
@@ -114,11 +111,6 @@ class DaytonaExec(_Steps):
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        if tuple(argv) == NOOP and not env:  # the tax is measured bare
-            started = time.perf_counter()
-            bare = self._exec(f"cd -- {shlex.quote(cwd)} && true")
-            if bare.exit_code == 0:
-                return self._result(argv, timeout, started, 0, b"", b"")
         # The service merges the streams: stderr goes to a file, printed after a separator.
         separator = f"{_SPLIT}{uuid.uuid4().hex}"
         step, quoted = _wrapped(argv, timeout=timeout, env=env), shlex.quote(cwd)
@@ -170,18 +162,13 @@ class DaytonaSession(_Steps):
     ) -> RawResult:
         if self.session_id is None:
             raise SandboxError(f"{self._substrate.name}: the session is closed")
-        if tuple(argv) == NOOP and not env:  # the tax is measured bare
-            started = time.perf_counter()
-            bare = self._command(f"cd -- {shlex.quote(cwd)} && true")
-            if bare.exit_code == 0:
-                return self._result(argv, timeout, started, 0, b"", b"")
         step = _wrapped(argv, timeout=timeout, env=env)
         started = time.perf_counter()
         response = self._command(
             f"(exec </dev/null; cd -- {shlex.quote(cwd)} || exit 127; exec {step})"
         )
         out, err = (response.stdout or "").encode(), (response.stderr or "").encode()
-        return self._result(argv, timeout, started, int(response.exit_code or 0), out, err)
+        return self._result(timeout, started, int(response.exit_code or 0), out, err)
 
     def _command(self, line: str) -> Any:
         """One command in the session; its exit code, stdout and stderr."""
