@@ -127,7 +127,7 @@ class DaytonaExec(_Steps):
                 SandboxError(f"the step's output has no separator: {lost}"), "running a command"
             )
         return self._result(
-            argv, timeout, started, int(response.exit_code or 0), out.encode(), err.encode()
+            timeout, started, int(response.exit_code or 0), out.encode(), err.encode()
         )
 
     def _exec(self, command: str) -> Any:
