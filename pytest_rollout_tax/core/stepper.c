@@ -239,20 +239,25 @@ static int copy_into(int fd, unsigned long size) {
     return 0;
 }
 
+/* The step's sentinels, each in one write (one frame on the session's stream). */
 static int frame(const char *marker, int status) {
-    char code[16];
-    int length = 0, value = status < 0 ? 0 : status;
+    char line[160];
+    size_t m = strlen(marker);
+    if (m > 100) m = 100;
     char digits[12];
+    int length = 0;
+    unsigned value = status < 0 ? 0 : (unsigned)status;
     do digits[length++] = (char)('0' + value % 10), value /= 10;
     while (value > 0);
-    for (int i = 0; i < length; i++) code[i] = digits[length - 1 - i];
-    code[length] = 0;
-    size_t m = strlen(marker);
-    if (put(1, "\n", 1) < 0 || put(1, marker, (ssize_t)m) < 0 || put(1, " ", 1) < 0 ||
-        put(1, code, length) < 0 || put(1, "\n", 1) < 0)
-        return -1;
-    if (put(2, "\n", 1) < 0 || put(2, marker, (ssize_t)m) < 0 || put(2, "\n", 1) < 0) return -1;
-    return 0;
+    size_t at = 0;
+    line[at++] = '\n';
+    memcpy(line + at, marker, m), at += m;
+    line[at++] = ' ';
+    while (length > 0) line[at++] = digits[--length];
+    line[at++] = '\n';
+    if (put(1, line, (ssize_t)at) < 0) return -1;
+    line[1 + m] = '\n'; /* "\nMARKER\n" */
+    return put(2, line, (ssize_t)(m + 2));
 }
 
 static int serve(const char *first) {
