@@ -36,9 +36,10 @@ STEPS: dict[str, list[str]] = {
 
 
 def held_shell_line(argv: list[str]) -> str:
-    """The raw floor: the line a shell kept open runs to fork and exec ``argv`` (no subshell,
-    no timeout, no relay, no stderr sentinel)."""
-    return shlex.join(argv)
+    """The raw floor: the line a shell kept open runs to fork and exec ``argv``: ``(exec
+    ARGV)``, so that a program the shell also has as a builtin (``echo``) is still forked and
+    exec'd (no cwd, variables, timeout, relay or stderr sentinel)."""
+    return f"(exec {shlex.join(argv)})"
 
 
 def check_output(name: str, output: bytes | str) -> None:

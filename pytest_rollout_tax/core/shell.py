@@ -119,18 +119,10 @@ class ShellTransport(Transport):
     name = "session"
 
     def __init__(
-        self,
-        connect: Callable[[], Duplex],
-        *,
-        substrate: str,
-        on_host: bool = False,
-        place: Callable[[str, bytes], bool] | None = None,
+        self, connect: Callable[[], Duplex], *, substrate: str, on_host: bool = False
     ) -> None:
         self._connect = connect
         self._substrate = substrate
-        #: The substrate's file API, where it has one: writes a program at a path in a new
-        #: directory (True: done); the helper is otherwise written through the shell.
-        self._place = place
         #: Whether the shell runs on this host (the helper is run where it was built).
         self._on_host = on_host
         self._duplex: Duplex | None = None
@@ -181,19 +173,16 @@ class ShellTransport(Transport):
 
     def _place_helper(self, built: Path | None) -> str | None:
         """The helper's path in the sandbox once it runs there: on this host, where it was
-        built; elsewhere, in a new directory of /tmp, through the substrate's file API if it
-        has one and the program runs from there, else written through the shell (None: the
-        relay it is)."""
+        built; elsewhere, written through the shell to a new directory of /tmp (a docker
+        ``put_archive`` upload was slower: ``benchmarks/session_open.py``). None: the relay
+        it is."""
         if built is None:
             return None
         if self._on_host:
             return self._checked(str(built))
         where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
         path = f"{where}/{stepper.NAME}"
-        program = built.read_bytes()
-        if self._place is not None and self._place(path, program) and self._checked(path):
-            return path
-        encoded = base64.b64encode(program).decode()
+        encoded = base64.b64encode(built.read_bytes()).decode()
         script = f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
         if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
             return None

@@ -109,26 +109,6 @@ def put_archive(api: Any, container_id: str, parent: str, tar: bytes) -> None:
         docker_errors.create_api_error_from_http_exception(exc)  # raises the SDK's APIError
 
 
-def put_program(handle: DockerHandle, path: str, data: bytes) -> bool:
-    """Place the program ``data`` at ``path`` (its directory new, both mode 0755, root's: any
-    user runs it) in one upload; False if the engine refused (the caller writes it another
-    way)."""
-    parent, directory = posixpath.split(posixpath.dirname(path))
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        folder = tarfile.TarInfo(directory)
-        folder.type, folder.mode, folder.mtime = tarfile.DIRTYPE, 0o755, int(time.time())
-        tar.addfile(folder)
-        program = tarfile.TarInfo(f"{directory}/{posixpath.basename(path)}")
-        program.size, program.mode, program.mtime = len(data), 0o755, int(time.time())
-        tar.addfile(program, io.BytesIO(data))
-    try:
-        put_archive(handle.api, handle.id, parent, buffer.getvalue())
-    except docker_errors.APIError:
-        return False
-    return True
-
-
 def _single_file_tar(name: str, data: bytes, uid: int, gid: int) -> bytes:
     """An uncompressed tar holding one regular file (PAX, so any UTF-8 name fits)."""
     info = tarfile.TarInfo(name)

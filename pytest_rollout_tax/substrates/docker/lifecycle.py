@@ -28,7 +28,7 @@ from ...errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from . import archive, snapshot
+from . import snapshot
 from .engine import (
     DEFAULT_HOST,
     ENGINE_ERRORS,
@@ -158,11 +158,7 @@ class DockerSubstrate(Substrate):
 
     def _transport(self, handle: DockerHandle) -> Transport:
         if self.options.transport == "session":
-            return ShellTransport(
-                lambda: DockerShell(handle),
-                substrate=self.name,
-                place=lambda path, data: archive.put_program(handle, path, data),
-            )
+            return ShellTransport(lambda: DockerShell(handle), substrate=self.name)
         return DockerExec(handle)
 
     def destroy(self, handle: DockerHandle) -> None:
