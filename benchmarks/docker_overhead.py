@@ -1,6 +1,6 @@
 """Does our docker adapter add to the tax it measures? Both transports vs raw floors, in one run.
 
-    python benchmarks/docker_overhead.py [--actions 200] [--cold-starts 30] [--image IMAGE]
+    python benchmarks/docker_overhead.py [--actions 200] [--steps 20] [--cold-starts 30]
 
 Every round takes one sample of each path, in reverse order every other round (ABC CBA), so
 that drift in the machine's load hits all alike; each action sample follows a pause of 50 ms,
@@ -14,18 +14,24 @@ while). Medians (p50) and p95 of:
   ``true`` and a sentinel line; and that shell sent the session's own no-op line (a subshell
   that enters the workdir and execs ``true``) and its two sentinels, which is what the session
   costs in the container, without our client;
+- real steps (``real_steps.STEPS``: ``/bin/true``, ``echo hi``, ``ls /``, ``git status`` on a
+  small repository, 1 MB of output): ``Sandbox.exec(argv)`` on each transport, against the raw
+  SDK's ``exec_run(argv)`` and the raw held-shell line (``sh`` held open in the session
+  sandbox's own container, sent the argv's line, which forks and execs it, and a sentinel);
 - cold start: the plugin's ``Substrate.start()`` (``cold_start``: create, start, [session,]
   first no-op) on each transport, against the raw SDK's ``client.containers.run(...,
   detach=True)`` plus its first ``exec_run(["true"])``.
 
 Targets (issue 11): ``exec`` within 1.10x of ``exec_run`` (action and cold start); ``session``
 action p50 <= 0.05x ``exec``'s, <= 1.5 ms and <= 3x the bare shell's; ``session`` cold start
-<= 1.1x ``exec``'s plus the session phase. A benchmark to read, not a timed test.
+<= 1.1x ``exec``'s plus the session phase. Issue 29: a ``session`` real step <= 1.5x the
+held-shell line (goal 1.2x). A benchmark to read, not a timed test.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -36,6 +42,7 @@ from collections.abc import Callable
 
 import docker
 from docker.models.containers import Container
+from real_steps import MAKE_REPO, STEPS, AttachedShell, check_output, held_shell_line
 from sampling import interleaved_all
 
 from pytest_rollout_tax import Sandbox, Substrate, get_substrate
@@ -47,6 +54,10 @@ TARGET = 1.10
 SESSION_VS_EXEC = 0.05
 SESSION_MAX_S = 0.0015
 SESSION_VS_SHELL = 3.0
+#: Issue 29: a session real step against the held-shell line, bound and goal.
+STEP_VS_HELD, STEP_GOAL = 1.5, 1.2
+#: The real-step paths, in the table's order.
+STEP_PATHS = ("exec", "session", "exec_run", "held shell")
 #: The pause before every action sample.
 SETTLE_S = 0.05
 
@@ -93,6 +104,7 @@ class BareShell:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--actions", type=int, default=200, metavar="N", help="default 200")
+    parser.add_argument("--steps", type=int, default=20, metavar="N", help="default 20")
     parser.add_argument("--cold-starts", type=int, default=30, metavar="N", help="default 30")
     parser.add_argument("--image", default=DEFAULT_IMAGE)
     parser.add_argument("--warmup", type=int, default=3, metavar="N", help="default 3")
@@ -119,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         actions = measure_actions(substrates, client, raw_config, args.actions, args.warmup)
+        steps = measure_steps(substrates, client, raw_config, args.steps, args.warmup)
         colds, session_phase = measure_cold_starts(
             substrates, client, raw_config, args.cold_starts, min(args.warmup, 2)
         )
@@ -162,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         print(row.rstrip())
     print()
 
+    print_steps(steps)
+    print()
+
     session_ratio = p50["session"] / p50["exec"]
     cold_budget = TARGET * p50["cold exec"] + p50["session phase"]
     targets = [
@@ -189,10 +205,85 @@ def main(argv: list[str] | None = None) -> int:
             p50["cold session"] <= cold_budget,
         ),
     ]
+    for step in STEPS:
+        held = statistics.median(steps["session", step]) / statistics.median(
+            steps["held shell", step]
+        )
+        targets.append(
+            (
+                f"session {step} <= {STEP_VS_HELD:g}x the held-shell line ({held:.2f}x)",
+                held <= STEP_VS_HELD,
+            )
+        )
+        targets.append(
+            (f"session {step} <= {STEP_GOAL:g}x the held-shell line (goal)", held <= STEP_GOAL)
+        )
     print(f"session / exec: action p50 {session_ratio:.4f}x")
     for text, met in targets:
         print(f"target: {text}: {'met' if met else 'NOT met'}")
     return 0
+
+
+def print_steps(steps: dict[tuple[str, str], list[float]]) -> None:
+    """Each real step's p50 on every path, then the ratios of the medians."""
+    p50 = {key: statistics.median(samples) for key, samples in steps.items()}
+    n = len(next(iter(steps.values())))
+    print(
+        f"real steps, p50 of {n} (the same argv on every path; the held shell forks and execs it)"
+    )
+    header = f"{'path':<34}" + "".join(f"{step:>12}" for step in STEPS)
+    print(header)
+    print("-" * len(header))
+    for path in STEP_PATHS:
+        print(f"{path:<34}" + "".join(f"{ms(p50[path, step]):>12}" for step in STEPS))
+    for label, ours, floor in (
+        ("session / held-shell line", "session", "held shell"),
+        ("session / exec", "session", "exec"),
+        ("exec / exec_run", "exec", "exec_run"),
+    ):
+        cells = "".join(f"{p50[ours, step] / p50[floor, step]:>11.3f}x" for step in STEPS)
+        print(f"{label:<34}{cells}")
+
+
+def measure_steps(
+    substrates: dict[str, Substrate],
+    client: docker.DockerClient,
+    raw_config: dict,
+    n: int,
+    warmup: int,
+) -> dict[tuple[str, str], list[float]]:
+    """Every real step on one live sandbox of each transport, ``exec_run`` in a raw container
+    and the held-shell line in the session sandbox's container, keyed ``(path, step)``."""
+    with contextlib.ExitStack() as stack:
+        boxes = {t: stack.enter_context(s.start()) for t, s in substrates.items()}
+        container = client.containers.run(**raw_config)
+        stack.callback(container.remove, force=True)
+        shell = AttachedShell(client.api, boxes["session"].id)
+        stack.callback(shell.close)
+        for box in boxes.values():
+            if not (made := box.exec(["sh", "-c", MAKE_REPO])).ok:
+                raise RuntimeError(f"docker_overhead: making the repository: {made.stderr}")
+        container.exec_run(["sh", "-c", MAKE_REPO])
+        samplers: dict[tuple[str, str], Callable[[], float]] = {}
+        for step, argv in STEPS.items():
+            runs: dict[str, Callable[[], str | bytes]] = {
+                "exec": lambda a=argv: boxes["exec"].exec(a).stdout,
+                "session": lambda a=argv: boxes["session"].exec(a).stdout,
+                "exec_run": lambda a=argv: container.exec_run(a).output,
+                "held shell": lambda a=argv: shell.run(held_shell_line(a)),
+            }
+            for path in STEP_PATHS:
+                samplers[path, step] = lambda r=runs[path], s=step: timed_step(r, s)
+        interleaved_all(warmup, samplers)
+        return interleaved_all(n, samplers)
+
+
+def timed_step(run: Callable[[], str | bytes], step: str) -> float:
+    started = time.perf_counter()
+    output = run()
+    elapsed = time.perf_counter() - started
+    check_output(step, output)
+    return elapsed
 
 
 def measure_actions(

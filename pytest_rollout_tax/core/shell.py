@@ -1,17 +1,18 @@
 """The ``session`` transport: one long-lived shell per sandbox, each step framed by sentinels.
 
 A backend only opens a :class:`Duplex` (a byte stream to ``sh`` in the sandbox with stdout and
-stderr apart: a pipe, an attached exec, a websocket, an SSH channel). Every step is one line
-sent to that shell, the same line for every command (the no-op probe's too): the shell runs
-the step helper (:mod:`.stepper`, placed in the sandbox when the session opens), which enters
-the step's cwd, adds its variables and runs it with no stdin in a process group of its own
-(no ``cd``, variable or shell state leaks into the next step; ``kill 0`` ends only the step),
+stderr apart: a pipe, an attached exec, a websocket, an SSH channel). When the session opens,
+the step helper (:mod:`.stepper`) is placed in the sandbox and the shell execs it as the
+session's server (``rtx-step --serve``): every step is then one request to it, the same for
+every command (the no-op probe's too), and costs one fork and one exec. The helper enters the
+step's cwd, adds its variables and runs it with no stdin in a process group of its own (no
+``cd``, variable or shell state leaks into the next step; ``kill 0`` ends only the step),
 relays its output until its command has exited and every process holding its output has
-closed it, and at the deadline kills the whole group. Where the helper cannot run, the line
-falls back to :data:`RELAY` in the shell, under the ``timeout`` wrapper (``0``: no limit):
-the same contract, a few more processes per step. The shell's own job messages (``Killed``)
-go nowhere. Then the shell prints a random sentinel with the exit status on stdout, and one
-on stderr.
+closed it, at the deadline kills the whole group, and then writes a random sentinel with the
+exit status on stdout and one on stderr. File steps are scripts it hands to ``sh``. Where the
+helper cannot run, the shell stays the server: each step is one line, :data:`RELAY` under the
+``timeout`` wrapper (``0``: no limit), the same contract at a few more processes per step,
+the shell's own job messages (``Killed``) sent nowhere, and the shell prints the sentinels.
 """
 
 from __future__ import annotations
@@ -67,24 +68,27 @@ RELAY = (
 
 
 def step_line(
-    argv: list[str],
-    *,
-    timeout: float | None,
-    env: Mapping[str, str] | None,
-    cwd: str,
-    helper: str | None,
+    argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
 ) -> str:
-    """The shell line of one session step, whatever its command: the helper at ``helper``
-    (None: none was placed) runs it if it is there, else :data:`RELAY` does."""
-    limit = timeout_limit(timeout)
-    wrapped = ["timeout", "-s", "KILL", limit, *with_env(argv, env)]
-    fallback = subshell(shell_line(["sh", "-c", RELAY, "sh", *wrapped], env=None, cwd=cwd))
-    if helper is None:
-        return fallback
-    options = [arg for name, value in (env or {}).items() for arg in ("-e", f"{name}={value}")]
-    run = shlex.join([helper, limit, cwd, *options, "--", *argv])
-    quoted = shlex.quote(helper)
-    return f"if [ -x {quoted} ]; then {run} </dev/null 2>&9 9>&-; else {fallback}; fi"
+    """The shell line of one session step without the helper, whatever its command."""
+    wrapped = ["timeout", "-s", "KILL", timeout_limit(timeout), *with_env(argv, env)]
+    return subshell(shell_line(["sh", "-c", RELAY, "sh", *wrapped], env=None, cwd=cwd))
+
+
+def step_request(
+    argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
+) -> bytes:
+    """The request of one session step to the helper's server, whatever its command (its
+    marker goes in front: see ``core/stepper.c``). Names, values and arguments hold no NUL."""
+    variables = [f"{name}={value}" for name, value in (env or {}).items()]
+    head = f"R {timeout_limit(timeout)} {len(variables)} {len(argv)}\n".encode()
+    return head + b"".join(field.encode() + b"\0" for field in [cwd, *variables, *argv])
+
+
+def script_request(script: str) -> bytes:
+    """The request of a file step to the helper's server: ``script``, run by ``sh``."""
+    body = script.encode()
+    return f"S {len(body)}\n".encode() + body
 
 
 def subshell(body: str) -> str:
@@ -122,7 +126,8 @@ class ShellTransport(Transport):
         #: Whether the shell runs on this host (the helper is run where it was built).
         self._on_host = on_host
         self._duplex: Duplex | None = None
-        #: Where the step helper is in the sandbox (None: the shell's relay runs every step).
+        #: Where the step helper serves the session in the sandbox (None: the shell does, and
+        #: its relay runs every step).
         self.helper: str | None = None
 
     def open(self, clock: PhaseClock) -> None:
@@ -130,15 +135,21 @@ class ShellTransport(Transport):
         self._duplex.send(SETUP)
         self._call("true", deadline=time.monotonic() + GRACE_S + 20)
         self.helper = self._place_helper(stepper.built())
+        if self.helper is not None:
+            self._serve(self.helper)
         clock.mark("session")
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
-        script = step_line(argv, timeout=timeout, env=env, cwd=cwd, helper=self.helper)
         deadline = None if timeout is None else time.monotonic() + timeout + GRACE_S
         started = time.perf_counter()
-        code, stdout, stderr = self._call(script, deadline, cap=self.output_cap)
+        if self.helper is not None:
+            request = step_request(argv, timeout=timeout, env=env, cwd=cwd)
+            code, stdout, stderr = self._request(request, deadline, cap=self.output_cap)
+        else:
+            script = step_line(argv, timeout=timeout, env=env, cwd=cwd)
+            code, stdout, stderr = self._call(script, deadline, cap=self.output_cap)
         if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate, timeout)
         return RawResult.of(code, stdout, stderr)
@@ -149,11 +160,11 @@ class ShellTransport(Transport):
             f"set -- {shlex.quote(path)}; {contract.WHY_NOT_WRITE}; "
             f'mkdir -p -- "$(dirname -- "$1")" && printf %s {encoded} | base64 -d > "$1"'
         )
-        self._file_step(subshell(script), path, timeout)
+        self._file_step(script, path, timeout)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
         script = f"set -- {shlex.quote(path)}; {contract.READ_SCRIPT}"
-        return self._file_step(subshell(script), path, timeout)
+        return self._file_step(script, path, timeout)
 
     def close(self) -> None:
         if self._duplex is not None:
@@ -162,34 +173,48 @@ class ShellTransport(Transport):
 
     def _place_helper(self, built: Path | None) -> str | None:
         """The helper's path in the sandbox once it runs there: on this host, where it was
-        built; elsewhere, written through the shell to /tmp (None: the relay it is)."""
+        built; elsewhere, written through the shell to a new directory of /tmp (a docker
+        ``put_archive`` upload was slower: ``benchmarks/session_open.py``). None: the relay
+        it is."""
         if built is None:
             return None
-        path = str(built)
-        if not self._on_host:
-            where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
-            path = f"{where}/{stepper.NAME}"
-            encoded = base64.b64encode(built.read_bytes()).decode()
-            script = (
-                f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
-            )
-            if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
-                return None
+        if self._on_host:
+            return self._checked(str(built))
+        where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
+        path = f"{where}/{stepper.NAME}"
+        encoded = base64.b64encode(built.read_bytes()).decode()
+        script = f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
+        if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
+            return None
+        return self._checked(path)
+
+    def _checked(self, path: str) -> str | None:
+        """``path`` if the helper there runs in the sandbox (``--check``), else None."""
         check = subshell(f"exec {shlex.quote(path)} --check")
         code, stdout, _ = self._call(check, deadline=None, silence=GRACE_S * 6)
         return path if code == 0 and bytes(stdout.data) == stepper.CHECK_OUTPUT else None
 
     # -- framing -------------------------------------------------------------------------------
 
+    def _serve(self, helper: str) -> None:
+        """The shell execs the helper as the session's server, which frames its first marker."""
+        marker = uuid.uuid4().hex.encode()
+        line = f"exec {shlex.quote(helper)} --serve {marker.decode()} 2>&9 9>&-\n".encode()
+        self._exchange(line, marker, deadline=None, silence=GRACE_S * 6)
+
     def _file_step(self, script: str, path: str, timeout: float | None) -> bytes:
-        """A file step through the shell; past ``timeout`` (else a minute of silence) the
+        """A file step (a script for ``sh``); past ``timeout`` (else a minute of silence) the
         session cannot be trusted to frame the next step and is lost."""
+        if self.helper is not None:
+            send, step = self._request, script_request(script)
+        else:
+            send, step = self._call, subshell(script)
         if timeout is None:
-            code, stdout, stderr = self._call(script, deadline=None, silence=GRACE_S * 6)
+            code, stdout, stderr = send(step, deadline=None, silence=GRACE_S * 6)
         else:
             deadline = time.monotonic() + timeout
             silent = f"a file step got no answer within its {timeout:g} s timeout"
-            code, stdout, stderr = self._call(script, deadline, silent=silent)
+            code, stdout, stderr = send(step, deadline, silent=silent)
         if code != 0:
             raise contract.file_error_for(code, path) or OSError(
                 errno.EIO, one_line(stderr.data.decode("utf-8", "replace")) or "failed", path
@@ -204,16 +229,41 @@ class ShellTransport(Transport):
         silent: str = "no answer from the shell",
         cap: int | None = None,
     ) -> tuple[int, Output, Output]:
-        """Send one step and read both streams up to its sentinels, each kept up to ``cap``
-        bytes (None: whole): until ``deadline``, or without one, while the shell is never
-        ``silence`` seconds quiet (None: forever)."""
-        if self._duplex is None:
-            raise SandboxError(f"{self._substrate}: the session is closed")
+        """Send one shell line, then the shell's sentinels; see :meth:`_exchange`."""
         marker = uuid.uuid4().hex.encode()
-        self._duplex.send(
+        line = (
             script.encode() + b"\nprintf '\\n%s %d\\n' " + marker + b" $?; "
             b"printf '\\n%s\\n' " + marker + b" >&9\n"
         )
+        return self._exchange(line, marker, deadline, silence, silent, cap)
+
+    def _request(
+        self,
+        request: bytes,
+        deadline: float | None,
+        silence: float | None = None,
+        silent: str = "no answer from the helper",
+        cap: int | None = None,
+    ) -> tuple[int, Output, Output]:
+        """Send one request to the helper's server, which frames it; see :meth:`_exchange`."""
+        marker = uuid.uuid4().hex.encode()
+        return self._exchange(marker + b" " + request, marker, deadline, silence, silent, cap)
+
+    def _exchange(
+        self,
+        data: bytes,
+        marker: bytes,
+        deadline: float | None,
+        silence: float | None = None,
+        silent: str = "no answer from the shell",
+        cap: int | None = None,
+    ) -> tuple[int, Output, Output]:
+        """Send ``data`` and read both streams up to ``marker``'s sentinels, each kept up to
+        ``cap`` bytes (None: whole): until ``deadline``, or without one, while the session is
+        never ``silence`` seconds quiet (None: forever)."""
+        if self._duplex is None:
+            raise SandboxError(f"{self._substrate}: the session is closed")
+        self._duplex.send(data)
         streams = {STDOUT: _Framed(marker, cap), STDERR: _Framed(marker, cap)}
         while not all(stream.ended for stream in streams.values()):
             wait = silence if deadline is None else max(deadline - time.monotonic(), 0.0)

@@ -1,12 +1,14 @@
 """The session's step helper, ``rtx-step``: built here from ``stepper.c``, nothing downloaded.
 
-One static program runs a session step whole: its own process group, both streams relayed,
-the deadline enforced, the status reported (see ``stepper.c``). It is compiled once per
-machine with the host's C compiler (``$CC``, else ``cc``, static, so it runs in any Linux
-sandbox of the host's architecture) into a cache keyed by its source, and placed in each
-sandbox when a session opens. Without a compiler (or a static C library), every session falls
-back to a relay in the shell (:data:`~pytest_rollout_tax.core.shell.RELAY`), which keeps the
-same contract at a few more processes per step (``ROLLOUT_TAX_STEPPER=off`` forces it).
+One static program serves a session and runs each step whole: its own process group, both
+streams relayed, the deadline enforced, the status reported (see ``stepper.c``). It is compiled
+once per machine with the host's C compiler (``$CC``, else ``musl-gcc`` where Debian's
+``musl-tools`` is installed, which makes it about 50 KB instead of glibc's 720 KB, else ``cc``;
+static, so it runs in any Linux sandbox of the host's architecture) into a cache keyed by its
+source, flags and compiler, and placed in each sandbox when a session opens. Without a
+compiler (or a static C library), every session falls back to a relay in the shell
+(:data:`~pytest_rollout_tax.core.shell.RELAY`), which keeps the same contract at a few more
+processes per step (``ROLLOUT_TAX_STEPPER=off`` forces it).
 """
 
 from __future__ import annotations
@@ -50,10 +52,11 @@ def built() -> Path | None:
 
 @functools.cache
 def _build() -> Path | None:
-    compiler = shutil.which(os.environ.get("CC") or "cc") or shutil.which("gcc")
+    compiler = compiler_path()
     if compiler is None or platform.system() != "Linux":
         return None
-    digest = hashlib.sha256(source() + " ".join(FLAGS).encode()).hexdigest()[:16]
+    key = source() + " ".join([compiler, *FLAGS]).encode()
+    digest = hashlib.sha256(key).hexdigest()[:16]
     target = cache_dir() / f"{platform.machine()}-{digest}" / NAME  # its name, as comm shows
     if target.is_file() and os.access(target, os.X_OK):
         return target
@@ -62,6 +65,13 @@ def _build() -> Path | None:
         return _compile(compiler, target)
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def compiler_path() -> str | None:
+    """``$CC``, else ``musl-gcc`` (the smallest static helper), else ``cc``, else ``gcc``."""
+    if os.environ.get("CC"):
+        return shutil.which(os.environ["CC"])
+    return shutil.which("musl-gcc") or shutil.which("cc") or shutil.which("gcc")
 
 
 def _compile(compiler: str, target: Path) -> Path | None:

@@ -242,8 +242,9 @@ def test_the_client_backstop_gives_up_on_a_step_the_engine_does_not_end(box):
     assert "sleep 303" not in out(box, ["ps", "-eo", "args"])
 
 
-def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(box, monkeypatch):
-    """The action tax is measured on a bare `true`; its deadline is the client's."""
+def test_probes_run_in_the_timeout_wrapper_as_every_step_and_time_out_client_side(box, monkeypatch):
+    """The action tax is what carrying a step costs: the probe's `true` is wrapped as any
+    step's command is (issue 29); a step that never answers times out on the client."""
     commands = []
     create = box.substrate.api.exec_create
     monkeypatch.setattr(
@@ -258,16 +259,18 @@ def test_probes_run_without_the_timeout_wrapper_and_still_time_out_client_side(b
         box.exec(["echo"])
     finally:
         box.timeout = None
-    assert commands == [["true"], ["true"], ["timeout", "-s", "KILL", "30.000", "echo"]]
+    wrapped = ["timeout", "-s", "KILL", "30.000"]
+    assert commands == [[*wrapped, "true"], [*wrapped, "true"], [*wrapped, "echo"]]
     monkeypatch.setattr(docker_exec, "exec_output", _never_answers)
     with pytest.raises(StepTimeout) as caught:
         box.exec(["true"], timeout=0.2)
-    # never started, so it cannot be killed from here; the message names no command
-    assert str(caught.value) == "docker: step ran past its 0.2 s timeout; it may still be running"
+    # the client's backstop, past the in-container `timeout`; the message names no command
+    later = f"{docker_exec.BACKSTOP_S:.0f} s later it still ran; "
+    assert str(caught.value).startswith(f"docker: step ran past its 0.2 s timeout; {later}")
 
 
 def _never_answers(api, exec_id, timeout, cap):
-    assert timeout == 0.2  # no grace period: nothing of ours runs in the container
+    assert timeout == pytest.approx(0.2 + docker_exec.BACKSTOP_S)  # a wrapped step's backstop
     raise TimeoutError
 
 

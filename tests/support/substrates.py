@@ -19,11 +19,13 @@ from pytest_rollout_tax.core.substrate import Substrate
 from . import live
 from .ec2_moto import stand_in_options, substrate_opt_args, use_dummy_aws
 
-#: Prints the pid of a session's shell from a step: the parent of the step's helper
-#: (``rtx-step``), or of its ``timeout`` wrapper where the shell's relay runs the step.
+#: Prints the pid of a session's shell from a step: the step helper serving the session
+#: (``rtx-step``, exec'd in the shell's place), or the parent of the ``timeout`` wrapper where
+#: the shell's relay runs the step.
 SESSION_SHELL_PID = (
-    'p=$$; until [ "$(cat /proc/$p/comm)" = timeout ] || [ "$(cat /proc/$p/comm)" = rtx-step ]; '
-    "do p=$(cut -d' ' -f4 /proc/$p/stat); done; cut -d' ' -f4 /proc/$p/stat"
+    'p=$$; while c=$(cat /proc/$p/comm); [ "$c" != rtx-step ] && [ "$c" != timeout ]; do '
+    "p=$(cut -d' ' -f4 /proc/$p/stat); done; "
+    'if [ "$c" = timeout ]; then cut -d\' \' -f4 /proc/$p/stat; else echo "$p"; fi'
 )
 #: The platform the ``-runsc`` variants run gVisor on: its default, as hosted providers run it.
 GVISOR_PLATFORM = "systrap"
