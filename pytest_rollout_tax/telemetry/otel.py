@@ -148,8 +148,15 @@ def _send_metrics(timelines: Sequence[RolloutSpans], url: str, timeout: float) -
     teardown = meter.create_histogram(
         "rollout_tax.sandbox.teardown.duration", unit="s", description="A sandbox's teardown"
     )
+    action = meter.create_histogram(
+        "rollout_tax.sandbox.action.duration",
+        unit="s",
+        description="A no-op step on the path every step takes: the per-step tax",
+    )
     for timeline in timelines:
         sandbox = _sandbox_attributes(timeline)
+        for seconds in timeline.probes_s:
+            action.record(seconds, sandbox)
         for span in timeline.children:
             if span.name.startswith("execute_tool "):
                 tool.record(span.duration_s, _tool_attributes(span, sandbox))

@@ -43,6 +43,8 @@ class RolloutSpans:
     root: TimedSpan
     children: list[TimedSpan]
     launch_type: str
+    #: The no-op probes' durations (``action``), in seconds: not on the time line.
+    probes_s: tuple[float, ...] = ()
 
 
 def records_of(report: dict[str, Any]) -> Iterable[dict[str, Any]]:
@@ -100,7 +102,12 @@ def spans_of(record: dict[str, Any]) -> RolloutSpans | None:
         rollout_attributes(record),
         error=record.get("outcome") if failed else None,
     )
-    return RolloutSpans(root, sorted(children, key=lambda span: span.start_ns), launch_type(record))
+    return RolloutSpans(
+        root,
+        sorted(children, key=lambda span: span.start_ns),
+        launch_type(record),
+        tuple(record.get("action_probes_s") or ()),
+    )
 
 
 def _phases(record: dict[str, Any], created: int) -> Iterator[TimedSpan]:

@@ -52,3 +52,14 @@ def test_the_tool_duration_histogram_has_the_conventions_buckets(otlp_receiver):
 def test_an_unreachable_collector_is_one_warning_line(unused_port_url):
     warning = export([record()], unused_port_url, timeout=1)
     assert warning.startswith("rollout-tax: OTLP export to ") and "\n" not in warning
+
+
+def test_the_sandbox_histograms_carry_startup_teardown_and_action(otlp_receiver):
+    export([record(action_probes_s=[0.002, 0.003])], otlp_receiver.endpoint)
+    (action,) = otlp_receiver.received.metric("rollout_tax.sandbox.action.duration")
+    assert sum(p.count for p in action.histogram.data_points) == 2
+    (startup,) = otlp_receiver.received.metric("rollout_tax.sandbox.startup.duration")
+    phases = {value_of(a.value) for p in startup.histogram.data_points for a in p.attributes
+              if a.key == "rollout_tax.phase"}  # fmt: skip
+    assert phases == {"create", "start", "first_exec", "cold_start"}
+    assert otlp_receiver.received.metric("rollout_tax.sandbox.teardown.duration")
