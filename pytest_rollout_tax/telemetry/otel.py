@@ -132,9 +132,12 @@ def _send_metrics(timelines: Sequence[RolloutSpans], url: str, timeout: float) -
                 instrument_name="rollout_tax.sandbox.action.duration",
                 aggregation=ExplicitBucketHistogramAggregation(TOOL_BUCKETS),
             ),
-            View(
-                instrument_name="rollout_tax.sandbox.*",
-                aggregation=ExplicitBucketHistogramAggregation(STARTUP_BUCKETS),
+            *(
+                View(
+                    instrument_name=f"rollout_tax.sandbox.{name}.duration",
+                    aggregation=ExplicitBucketHistogramAggregation(STARTUP_BUCKETS),
+                )
+                for name in ("startup", "teardown")
             ),
         ],
     )
