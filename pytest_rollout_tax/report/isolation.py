@@ -11,6 +11,7 @@ from ..core.record import workload_of
 from .aggregate import Row
 from .projection import step_overhead
 from .units import seconds
+from .validity import no_valid_result
 
 #: The runtime every other runtime is measured against.
 DEFAULT_RUNTIME = "runc"
@@ -103,6 +104,9 @@ def runtime_lines(substrates: dict[str, dict]) -> list[str]:
         if info is None:
             continue
         reference = info["reference"]
+        if (invalid := _invalid(name, reference, substrates)) is not None:
+            lines.append(invalid)
+            continue
         if reference is None or info["command_ratio"] is None:
             why = (
                 f"no {DEFAULT_RUNTIME} {entry.get('kind')} variant on the same transport in the run"
@@ -128,7 +132,7 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
     (a fresh start and the prepare), and the one-time cost of preparing and checkpointing."""
     lines = []
     for name, entry in substrates.items():
-        if not entry.get("snapshot") or not entry.get("cold_start"):
+        if not entry.get("snapshot") or not (entry.get("cold_start") or entry.get("failures")):
             continue
         phases = entry.get("phases") or {}
         once = [
@@ -138,6 +142,9 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
         ]
         cost = f"; once per test and worker: {' + '.join(once)}" if once else ""
         reference = reference_of(name, substrates, snapshot=True)
+        if (invalid := _invalid(name, reference, substrates)) is not None:
+            lines.append(invalid)
+            continue
         plain = substrates[reference]["cold_start"] if reference else None
         restored = seconds(entry["cold_start"]["p50"])
         if plain:
@@ -149,6 +156,17 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
         else:
             lines.append(f"{name}: cold start {restored} restored (no plain variant){cost}")
     return lines
+
+
+def _invalid(name: str, reference: str | None, substrates: dict[str, dict]) -> str | None:
+    """``NAME vs REFERENCE: NAME: no valid result (...)`` when either side's every rollout
+    failed, so that no ratio stands for it; None when both have valid results."""
+    sides = (name, reference) if reference else (name,)
+    failed = [(n, why) for n in sides if (why := no_valid_result(substrates[n]))]
+    if not failed:
+        return None
+    versus = f"{name} vs {reference}" if reference else name
+    return f"{versus}: " + "; ".join(f"{n}: {why}" for n, why in failed)
 
 
 def _ratio(mine: dict | None, theirs: dict | None, stat: str) -> str:

@@ -27,27 +27,57 @@ def ranked_names(report: dict) -> list[str]:
 
 
 def decision_lines(report: dict) -> list[str]:
-    """The decision: the cheapest substrate for this workload, by how much, and whether the run
-    resolves the difference from the next (the gate's noise test); then the whole ranking when
-    more than two substrates have worker-hours."""
-    priced = [item for item in report.get("ranking") or () if item["worker_hours"]]
-    if not priced:
-        return []
-    first = priced[0]
-    line = (
-        f"cheapest here: {first['substrate']}, {hours(first['worker_hours'])} worker-hours and "
-        f"{hours(first['tax_hours'])} tax-hours"
-    )
-    if len(priced) == 1:
-        return [line]
-    line += f"; next {_versus(priced[1], first)}"
-    lines = [line]
-    if len(priced) > 2:
-        rest = ", ".join(
-            f"{item['substrate']} {ratio(item['ratio'])}" + _noise_tag(item) for item in priced[1:]
+    """The decision: the cheapest substrate that isolates, with the unisolated floor (``local``)
+    beside it, by how much it beats the next and whether the run resolves the difference (the
+    gate's noise test); the whole ranking when more than two candidates have worker-hours;
+    each substrate with no valid result (every rollout failed), with its reason."""
+    ranking = report.get("ranking") or ()
+    valid = [item for item in ranking if item["worker_hours"] and not item.get("no_valid_result")]
+    floors = [item for item in valid if item.get("floor")]
+    candidates = [item for item in valid if not item.get("floor")]
+    best = max((item.get("success") or 0.0 for item in valid), default=0.0)
+    lines = []
+    if candidates:
+        first = candidates[0]
+        figures = (
+            f"{hours(first['worker_hours'])} worker-hours and {hours(first['tax_hours'])} "
+            f"tax-hours{_success(first, best)}"
         )
-        lines.append(f"ranking by worker-hours: {first['substrate']}, then {rest}")
+        floor = "".join(
+            f" (floor: {item['substrate']}, {hours(item['worker_hours'])} worker-hours)"
+            for item in floors[:1]
+        )
+        if len(candidates) == 1:
+            lines.append(f"{first['substrate']}: {figures}{floor}")
+        else:
+            cheapest = "cheapest that isolates" if first.get("isolates") else "cheapest here"
+            lines.append(
+                f"{cheapest}: {first['substrate']}, {figures}{floor}; "
+                f"next {_versus(candidates[1], first, best)}"
+            )
+        if len(candidates) > 2:
+            rest = ", ".join(
+                f"{item['substrate']} {ratio(item['ratio'])}{_success(item, best)}"
+                + _noise_tag(item)
+                for item in candidates[1:]
+            )
+            lines.append(f"ranking by worker-hours: {first['substrate']}, then {rest}")
+    lines += [
+        f"{item['substrate']}: {item['no_valid_result']}"
+        for item in ranking
+        if item.get("no_valid_result")
+    ]
     return lines
+
+
+def _success(item: dict, best: float) -> str:
+    """`` (75% succeeded, below the others' 100%)`` for a substrate whose rollouts partly
+    failed; nothing when all succeeded."""
+    success = item.get("success")
+    if success is None or success >= 1:
+        return ""
+    below = f", below the others' {best:.0%}" if success < best else ""
+    return f" ({success:.0%} succeeded{below})"
 
 
 #: How the decision words the noise test's verdict on a difference from the cheapest.
@@ -58,9 +88,9 @@ VERDICTS = {
 }
 
 
-def _versus(item: dict, cheapest: dict) -> str:
+def _versus(item: dict, cheapest: dict, best: float) -> str:
     """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
-    text = f"{item['substrate']} at {ratio(item['ratio'])} the worker-hours"
+    text = f"{item['substrate']} at {ratio(item['ratio'])} the worker-hours{_success(item, best)}"
     if item["tax_hours"] and cheapest["tax_hours"]:
         text += f", {ratio(item['tax_hours'] / cheapest['tax_hours'])} the tax-hours"
     if item["noise"]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..fleet import burst
 from ..report import isolation
 from ..report.units import PART_LABELS, hours, seconds, share
+from ..report.validity import no_valid_result
 from .clients import client_lines
 from .lines import (
     decision_lines,
@@ -215,7 +216,7 @@ def shares_line(name: str, entry: dict) -> str | None:
     """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
     overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
     parts, total = entry.get("decomposition"), entry.get("worker_hours")
-    if not parts or not total:
+    if not parts or not total or no_valid_result(entry):
         return None
     terms = ", ".join(
         f"{PART_LABELS.get(part, part)} {share(value / total)}"
