@@ -5,7 +5,7 @@ preparing every rollout. Formulas: docs/measurement.md#isolation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..core.record import workload_of
 from .aggregate import Row
@@ -95,7 +95,9 @@ def measure(substrates: dict[str, dict], rows: dict[str, list[Row]]) -> None:
             info.update(per_step_s=max(per_step, 0.0), command_ratio=command_ratio, tests=tests)
 
 
-def runtime_lines(substrates: dict[str, dict]) -> list[str]:
+def runtime_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """``docker-gvisor vs docker: action p50 1.3x, command 2.9x, cold start 1.2x, tax-hours
     +N`` for each substrate on another runtime, or why its isolation is unknown."""
     lines = []
@@ -123,11 +125,13 @@ def runtime_lines(substrates: dict[str, dict]) -> list[str]:
         ]
         if entry["tax_hours"] is not None and base["tax_hours"] is not None:
             parts.append(f"tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}")
-        lines.append(f"{name} vs {reference}: {', '.join(parts)}")
+        lines.append(f"{name} vs {reference}: {', '.join(parts)}{judge(name, reference)}")
     return lines
 
 
-def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
+def snapshot_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """For each snapshot variant: its cold start (a restore) against the plain variant's
     (a fresh start and the prepare), and the one-time cost of preparing and checkpointing."""
     lines = []
@@ -151,7 +155,7 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
             speed = entry["cold_start"]["p50"] / plain["p50"]
             lines.append(
                 f"{name} vs {reference}: cold start {speed:.2g}x ({restored} restored vs "
-                f"{seconds(plain['p50'])} prepared){cost}"
+                f"{seconds(plain['p50'])} prepared){cost}{judge(name, reference)}"
             )
         else:
             lines.append(f"{name}: cold start {restored} restored (no plain variant){cost}")

@@ -21,6 +21,7 @@ from .lines import (
     spread_line,
 )
 from .variants import comparison_lines
+from .verdicts import judge_of
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Summary:
 def summarize(report: dict) -> Summary:
     """The summary of ``report``: every section, once."""
     substrates = report["substrates"]
+    judge = judge_of(report)
     spread = spread_line(report)
     caveats = [
         line
@@ -81,9 +83,9 @@ def summarize(report: dict) -> Summary:
         notes=environment_lines(report),
         comparisons=[
             *([spread] if spread else []),
-            *comparison_lines(substrates),
-            *isolation.runtime_lines(substrates),
-            *isolation.snapshot_lines(substrates),
+            *comparison_lines(substrates, judge),
+            *isolation.runtime_lines(substrates, judge),
+            *isolation.snapshot_lines(substrates, judge),
         ],
         warnings=shared_sandbox_lines(report),
         fleet=[line for name, sub in substrates.items() for line in fleet_lines(name, sub)],

@@ -40,7 +40,9 @@ def plain_variant(names: list[str], substrates: dict[str, dict]) -> str:
     return min(names, key=off_default)
 
 
-def comparison_lines(substrates: dict[str, dict]) -> list[str]:
+def comparison_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """For each kind run as several variants, each variant against the kind's plain one: one
     line per aspect that differs, saying when another aspect differs too (not like with like)."""
     by_kind: dict[str, list[str]] = {}
@@ -62,6 +64,7 @@ def comparison_lines(substrates: dict[str, dict]) -> list[str]:
                 line = LINES[aspect](name, substrates[name], base_name, base)
                 if line is None:
                     continue
+                line += judge(name, base_name)
                 others = [a for a in differ if a != aspect]
                 if others:
                     verb = "differs" if len(others) == 1 else "differ"
