@@ -21,6 +21,7 @@ from ..report.files import write_atomically
 from ..report.projection import Means, project
 from ..report.sides import Side, sides
 from ..report.units import hours, seconds
+from ..report.validity import no_valid_result
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from . import plots
@@ -186,6 +187,8 @@ def _figures(entries: Mapping[str, Any]) -> str:
         [name, str(entry["rollouts"]), str(entry["failures"]), pair(entry.get("cold_start")),
          pair(entry.get("action")), p50(entry.get("step")), p50(entry.get("teardown")),
          hours(entry.get("worker_hours")), hours(entry.get("tax_hours"))]
+        if not (invalid := no_valid_result(entry))
+        else [name, str(entry["rollouts"]), str(entry["failures"]), invalid, *["-"] * 5]
         for name, entry in entries.items()
     ]  # fmt: skip
     return table(headers, rows)

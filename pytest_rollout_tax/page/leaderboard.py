@@ -11,6 +11,7 @@ from ..gate.compare import Outcome, percent
 from ..report.projection import Means, Scale, project
 from ..report.sides import project_entry, scale_of
 from ..report.units import dollars, hours, ratio, share
+from ..report.validity import no_valid_result
 from .markup import e, table
 
 
@@ -100,13 +101,14 @@ def board(
     """The leaderboard table: one row per substrate in ``ranked`` order."""
     entries = report["substrates"]
     scale = scale_of(report)
-    cheapest = next((entries[n]["worker_hours"] for n in ranked if entries[n]["worker_hours"]),
+    valid = [n for n in ranked if not no_valid_result(entries[n])]
+    cheapest = next((entries[n]["worker_hours"] for n in valid if entries[n]["worker_hours"]),
                     None)  # fmt: skip
     judged = {(o.substrate, o.check.metric, o.check.stat): o for o in outcomes}
     headers = ["substrate"]
     columns = []
     for column in COLUMNS:
-        values = [v for n in ranked if (v := column.figure(entries[n])) is not None]
+        values = [v for n in valid if (v := column.figure(entries[n])) is not None]
         if column.kind == "dollars" and not values:
             continue
         unit = unit_for(values) if column.kind == "time" else None
@@ -118,6 +120,9 @@ def board(
         old = (baseline or {}).get("substrates", {}).get(name)
         swatch = f'<span class="swatch" style="background:{palette.get(name, "#000")}"></span>'
         row = [(f'<span class="place">{place}</span>{swatch}{e(name)}', "name")]
+        if invalid := no_valid_result(entry):
+            rows.append([*row, (e(invalid), "worst"), *[("-", "")] * (len(columns) - 1)])
+            continue
         for column, values, unit in columns:
             value = column.figure(entry)
             text = _show(column, value, unit, cheapest)

@@ -24,7 +24,7 @@ from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.machine import commit_info, machine_info
 from ..summary import sections
-from ..summary.terminal import render
+from ..summary.terminal import render, render_nothing_ran
 from . import xdist
 from .gating import Gate
 from .progress import ColdStartProgress
@@ -101,7 +101,12 @@ class RolloutTaxSession:
         self._release()
         if self.is_worker:
             xdist.hand_over(self.config, xdist.POOLS_KEY, self.pool_records)
-        if self.is_worker or not self.aggregate:
+        if self.is_worker:
+            return exitstatus
+        if not self.aggregate:
+            if self._selected():  # asked to measure: say why nothing was
+                not_run = absent(self.settings.specs, (), self._why_not_run)
+                self.summary_lines = render_nothing_ran(not_run)
             return exitstatus
         report = self.report = self.summarize()
         summary = sections.summarize(report)
@@ -163,6 +168,12 @@ class RolloutTaxSession:
             client=self.client.report(),
             not_run=absent(self.settings.specs, self.aggregate.samples, self._why_not_run),
         )
+
+    def _selected(self) -> bool:
+        """True when substrates were selected (``--substrate`` or its ini twin), not defaulted."""
+        return bool(self.config.getoption("rollout_substrates")) or self.config.getini(
+            "rollout_substrates"
+        ) != ["local"]
 
     def _why_not_run(self, name: str) -> str | None:
         """Why a selected substrate that ran no rollout could not start one, if it could not."""

@@ -17,6 +17,7 @@ from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, 
 from .projection import Means, Scale, project, spread, step_overhead
 from .ranking import rank, rollout_units
 from .schema import SCHEMA
+from .validity import failed_all
 
 
 @dataclass(frozen=True)
@@ -268,9 +269,10 @@ def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
 def spread_of(substrates: dict[str, dict]) -> dict | None:
     """The report's ``spread`` entry from its ``substrates`` entries: the cold-start pair
     (``fastest``, ``slowest``) and the worker-hours pair (``cheapest``, ``dearest``)."""
+    valid = {n: s for n, s in substrates.items() if not failed_all(s)}
     result = spread(
-        {n: s["cold_start"]["p50"] for n, s in substrates.items() if s["cold_start"]},
-        {n: s["worker_hours"] for n, s in substrates.items() if s["worker_hours"] is not None},
+        {n: s["cold_start"]["p50"] for n, s in valid.items() if s["cold_start"]},
+        {n: s["worker_hours"] for n, s in valid.items() if s["worker_hours"] is not None},
     )
     return result.to_dict() if result else None
 

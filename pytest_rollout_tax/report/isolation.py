@@ -5,12 +5,13 @@ preparing every rollout. Formulas: docs/measurement.md#isolation.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ..core.record import workload_of
 from .aggregate import Row
 from .projection import step_overhead
 from .units import seconds
+from .validity import no_valid_result
 
 #: The runtime every other runtime is measured against.
 DEFAULT_RUNTIME = "runc"
@@ -94,7 +95,9 @@ def measure(substrates: dict[str, dict], rows: dict[str, list[Row]]) -> None:
             info.update(per_step_s=max(per_step, 0.0), command_ratio=command_ratio, tests=tests)
 
 
-def runtime_lines(substrates: dict[str, dict]) -> list[str]:
+def runtime_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """``docker-gvisor vs docker: action p50 1.3x, command 2.9x, cold start 1.2x, tax-hours
     +N`` for each substrate on another runtime, or why its isolation is unknown."""
     lines = []
@@ -103,6 +106,9 @@ def runtime_lines(substrates: dict[str, dict]) -> list[str]:
         if info is None:
             continue
         reference = info["reference"]
+        if (invalid := _invalid(name, reference, substrates)) is not None:
+            lines.append(invalid)
+            continue
         if reference is None or info["command_ratio"] is None:
             why = (
                 f"no {DEFAULT_RUNTIME} {entry.get('kind')} variant on the same transport in the run"
@@ -119,16 +125,18 @@ def runtime_lines(substrates: dict[str, dict]) -> list[str]:
         ]
         if entry["tax_hours"] is not None and base["tax_hours"] is not None:
             parts.append(f"tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}")
-        lines.append(f"{name} vs {reference}: {', '.join(parts)}")
+        lines.append(f"{name} vs {reference}: {', '.join(parts)}{judge(name, reference)}")
     return lines
 
 
-def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
+def snapshot_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """For each snapshot variant: its cold start (a restore) against the plain variant's
     (a fresh start and the prepare), and the one-time cost of preparing and checkpointing."""
     lines = []
     for name, entry in substrates.items():
-        if not entry.get("snapshot") or not entry.get("cold_start"):
+        if not entry.get("snapshot") or not (entry.get("cold_start") or entry.get("failures")):
             continue
         phases = entry.get("phases") or {}
         once = [
@@ -138,17 +146,31 @@ def snapshot_lines(substrates: dict[str, dict]) -> list[str]:
         ]
         cost = f"; once per test and worker: {' + '.join(once)}" if once else ""
         reference = reference_of(name, substrates, snapshot=True)
+        if (invalid := _invalid(name, reference, substrates)) is not None:
+            lines.append(invalid)
+            continue
         plain = substrates[reference]["cold_start"] if reference else None
         restored = seconds(entry["cold_start"]["p50"])
         if plain:
             speed = entry["cold_start"]["p50"] / plain["p50"]
             lines.append(
                 f"{name} vs {reference}: cold start {speed:.2g}x ({restored} restored vs "
-                f"{seconds(plain['p50'])} prepared){cost}"
+                f"{seconds(plain['p50'])} prepared){cost}{judge(name, reference)}"
             )
         else:
             lines.append(f"{name}: cold start {restored} restored (no plain variant){cost}")
     return lines
+
+
+def _invalid(name: str, reference: str | None, substrates: dict[str, dict]) -> str | None:
+    """``NAME vs REFERENCE: NAME: no valid result (...)`` when either side's every rollout
+    failed, so that no ratio stands for it; None when both have valid results."""
+    sides = (name, reference) if reference else (name,)
+    failed = [(n, why) for n in sides if (why := no_valid_result(substrates[n]))]
+    if not failed:
+        return None
+    versus = f"{name} vs {reference}" if reference else name
+    return f"{versus}: " + "; ".join(f"{n}: {why}" for n, why in failed)
 
 
 def _ratio(mine: dict | None, theirs: dict | None, stat: str) -> str:

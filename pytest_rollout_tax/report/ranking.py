@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from ..core.record import step_walls
 from .noise import evidence
 from .projection import SECONDS_PER_HOUR, Scale, rollout_seconds
+from .validity import failed_all, isolates, no_valid_result, success_rate
 
 #: What the noise test said of a substrate's difference from the cheapest.
 RESOLVED = "resolved"  #: credible: p < ALPHA
@@ -44,37 +45,49 @@ def report_units(report: dict, scale: Scale) -> dict[str, list[float]]:
 
 
 def rank(substrates: dict[str, dict], units: dict[str, list[float]], scale: Scale) -> list[dict]:
-    """The report's ``ranking``: every substrate, the cheapest first by ``scale.rank_by``
-    (projected worker-hours, or dollars: substrates without a price then come last).
+    """The report's ``ranking``: every substrate with a valid result, the cheapest first by
+    ``scale.rank_by`` (projected worker-hours, or dollars); then those without that figure;
+    then those whose every rollout failed.
 
     Each item: ``substrate``, ``worker_hours``, ``tax_hours``, ``dollars``, ``ratio`` (its
-    figure over the cheapest's), ``noise`` (``resolved``, ``within noise``, ``untested``; None
-    for the cheapest) and ``why`` (the noise test's own words). The test compares the rollouts'
-    worker seconds (in dollars, at each one's rate, when ranking by cost), each substrate's
-    shifted so that their mean is its projected rollout (think time, recorded command time and
-    pool idle included), with the cheapest's.
+    figure over the reference's: the cheapest substrate that isolates, or the cheapest when none
+    does), ``noise`` (``resolved``, ``within noise``, ``untested``; None for the reference and
+    the floor) and ``why`` (the noise test's own words), ``success`` (the share of its rollouts
+    that succeeded), ``isolates``, ``floor`` (an unisolated substrate cheaper than the
+    reference) and ``no_valid_result`` (why it has no ratio, when every rollout failed). The
+    test compares the rollouts' worker seconds (in dollars at each one's rate, when ranking by
+    cost), each substrate's shifted so that their mean is its projected rollout (think time,
+    recorded command time and pool idle included), with the reference's.
     """
     priced = sorted(
-        (n for n, e in substrates.items() if _figure(e, scale)),
+        (n for n, e in substrates.items() if _figure(e, scale) and not failed_all(e)),
         key=lambda n: (_figure(substrates[n], scale), n),
     )
-    unpriced = sorted(n for n in substrates if n not in priced)
+    failed = sorted(n for n, e in substrates.items() if failed_all(e))
+    unpriced = sorted(n for n in substrates if n not in priced and n not in failed)
+    tail = [_item(name, substrates[name], None) for name in (*unpriced, *failed)]
     if not priced:
-        return [_item(name, substrates[name], None) for name in unpriced]
-    cheapest = priced[0]
+        return tail
+    reference = next((n for n in priced if isolates(n, substrates[n])), priced[0])
     shifted = {name: _shifted(units.get(name, []), substrates[name], scale) for name in priced}
-    figure = _figure(substrates[cheapest], scale)
-    ranking = [_item(cheapest, substrates[cheapest], 1.0)]
-    for name in priced[1:]:
-        item = _item(name, substrates[name], _figure(substrates[name], scale) / figure)
-        found = evidence(shifted[cheapest], shifted[name])
+    base = _figure(substrates[reference], scale)
+    reference_isolates = isolates(reference, substrates[reference])
+    ranking = []
+    for name in priced:
+        item = _item(name, substrates[name], _figure(substrates[name], scale) / base)
+        ranking.append(item)
+        if name == reference:
+            continue
+        if reference_isolates and not isolates(name, substrates[name]):
+            item["floor"] = True
+            continue
+        found = evidence(shifted[reference], shifted[name])
         if found.p_value is None:
             item["noise"] = UNTESTED
         else:
             item["noise"] = RESOLVED if found.credible else WITHIN_NOISE
         item["why"] = found.why
-        ranking.append(item)
-    return ranking + [_item(name, substrates[name], None) for name in unpriced]
+    return ranking + tail
 
 
 def _figure(entry: dict, scale: Scale) -> float | None:
@@ -85,14 +98,19 @@ def _figure(entry: dict, scale: Scale) -> float | None:
 
 
 def _item(name: str, entry: dict, ratio: float | None) -> dict:
+    invalid = no_valid_result(entry)
     return {
         "substrate": name,
-        "worker_hours": entry.get("worker_hours"),
-        "tax_hours": entry.get("tax_hours"),
-        "dollars": entry.get("cost_usd"),
+        "worker_hours": None if invalid else entry.get("worker_hours"),
+        "tax_hours": None if invalid else entry.get("tax_hours"),
+        "dollars": None if invalid else entry.get("cost_usd"),
         "ratio": ratio,
         "noise": None,
         "why": None,
+        "success": success_rate(entry),
+        "isolates": isolates(name, entry),
+        "floor": False,
+        "no_valid_result": invalid,
     }
 
 

@@ -27,36 +27,69 @@ def ranked_names(report: dict) -> list[str]:
 
 
 def decision_lines(report: dict) -> list[str]:
-    """The decision: the cheapest substrate for this workload, by how much, and whether the run
-    resolves the difference from the next (the gate's noise test); then the whole ranking when
-    more than two substrates have worker-hours."""
+    """The decision: the cheapest substrate that isolates (by worker-hours, or by dollars with
+    ``--rollout-rank-by=cost``, the other unit beside it), with the unisolated floor
+    (``local``) beside it, by how much it beats the next and whether the run resolves the
+    difference (the gate's noise test); the whole ranking when more than two candidates have
+    the figure; each substrate with no valid result (every rollout failed), with its reason."""
     by_cost = report["projection"].get("rank_by") == "cost"
     key = "dollars" if by_cost else "worker_hours"
-    priced = [item for item in report.get("ranking") or () if item.get(key)]
-    if not priced:
-        return []
-    first = priced[0]
-    line = f"cheapest here: {first['substrate']}, {_figures(first, by_cost)}"
-    if len(priced) == 1:
-        return [line]
-    line += f"; next {_versus(priced[1], first, by_cost)}"
-    lines = [line]
-    if len(priced) > 2:
-        rest = ", ".join(
-            f"{item['substrate']} {ratio(item['ratio'])}" + _noise_tag(item) for item in priced[1:]
+    ranking = report.get("ranking") or ()
+    valid = [item for item in ranking if item.get(key) and not item.get("no_valid_result")]
+    floors = [item for item in valid if item.get("floor")]
+    candidates = [item for item in valid if not item.get("floor")]
+    best = max((item.get("success") or 0.0 for item in valid), default=0.0)
+    lines = []
+    if candidates:
+        first = candidates[0]
+        figures = _figures(first, by_cost) + _success(first, best)
+        floor = "".join(
+            f" (floor: {item['substrate']}, {_figures(item, by_cost, tax=False)})"
+            for item in floors[:1]
         )
-        unit = "dollars" if by_cost else "worker-hours"
-        lines.append(f"ranking by {unit}: {first['substrate']}, then {rest}")
+        if len(candidates) == 1:
+            lines.append(f"{first['substrate']}: {figures}{floor}")
+        else:
+            cheapest = "cheapest that isolates" if first.get("isolates") else "cheapest here"
+            lines.append(
+                f"{cheapest}: {first['substrate']}, {figures}{floor}; "
+                f"next {_versus(candidates[1], first, best, by_cost)}"
+            )
+        if len(candidates) > 2:
+            rest = ", ".join(
+                f"{item['substrate']} {ratio(item['ratio'])}{_success(item, best)}"
+                + _noise_tag(item)
+                for item in candidates[1:]
+            )
+            unit = "dollars" if by_cost else "worker-hours"
+            lines.append(f"ranking by {unit}: {first['substrate']}, then {rest}")
+    lines += [
+        f"{item['substrate']}: {item['no_valid_result']}"
+        for item in ranking
+        if item.get("no_valid_result")
+    ]
     return lines
 
 
-def _figures(item: dict, by_cost: bool) -> str:
-    """The cheapest's figures, the ranking's unit first and the other beside it."""
+def _figures(item: dict, by_cost: bool, *, tax: bool = True) -> str:
+    """A substrate's figures, the ranking's unit first and the other beside it."""
     worker = f"{hours(item['worker_hours'])} worker-hours"
     if by_cost:
-        return f"{dollars(item['dollars'])} ({worker}) and {hours(item['tax_hours'])} tax-hours"
-    price = f" ({dollars(item['dollars'])})" if item.get("dollars") is not None else ""
-    return f"{worker}{price} and {hours(item['tax_hours'])} tax-hours"
+        text = f"{dollars(item['dollars'])} ({worker})"
+    else:
+        price = f" ({dollars(item['dollars'])})" if item.get("dollars") is not None else ""
+        text = f"{worker}{price}"
+    return f"{text} and {hours(item['tax_hours'])} tax-hours" if tax else text
+
+
+def _success(item: dict, best: float) -> str:
+    """`` (75% succeeded, below the others' 100%)`` for a substrate whose rollouts partly
+    failed; nothing when all succeeded."""
+    success = item.get("success")
+    if success is None or success >= 1:
+        return ""
+    below = f", below the others' {best:.0%}" if success < best else ""
+    return f" ({success:.0%} succeeded{below})"
 
 
 #: How the decision words the noise test's verdict on a difference from the cheapest.
@@ -67,10 +100,10 @@ VERDICTS = {
 }
 
 
-def _versus(item: dict, cheapest: dict, by_cost: bool = False) -> str:
+def _versus(item: dict, cheapest: dict, best: float, by_cost: bool = False) -> str:
     """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
-    text = f"{item['substrate']} at {ratio(item['ratio'])} the "
-    text += "dollars" if by_cost else "worker-hours"
+    unit = "dollars" if by_cost else "worker-hours"
+    text = f"{item['substrate']} at {ratio(item['ratio'])} the {unit}{_success(item, best)}"
     if item["tax_hours"] and cheapest["tax_hours"]:
         text += f", {ratio(item['tax_hours'] / cheapest['tax_hours'])} the tax-hours"
     if item["noise"]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from ..fleet import burst
 from ..report import isolation
 from ..report.units import PART_LABELS, hours, seconds, share
+from ..report.validity import no_valid_result
 from .clients import client_lines
 from .cost import cost_lines
 from .lines import (
@@ -21,6 +22,7 @@ from .lines import (
     spread_line,
 )
 from .variants import comparison_lines
+from .verdicts import judge_of
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Summary:
 def summarize(report: dict) -> Summary:
     """The summary of ``report``: every section, once."""
     substrates = report["substrates"]
+    judge = judge_of(report)
     spread = spread_line(report)
     caveats = [
         line
@@ -86,9 +89,9 @@ def summarize(report: dict) -> Summary:
         notes=environment_lines(report),
         comparisons=[
             *([spread] if spread else []),
-            *comparison_lines(substrates),
-            *isolation.runtime_lines(substrates),
-            *isolation.snapshot_lines(substrates),
+            *comparison_lines(substrates, judge),
+            *isolation.runtime_lines(substrates, judge),
+            *isolation.snapshot_lines(substrates, judge),
         ],
         warnings=shared_sandbox_lines(report),
         fleet=[line for name, sub in substrates.items() for line in fleet_lines(name, sub)],
@@ -250,7 +253,7 @@ def shares_line(name: str, entry: dict) -> str | None:
     """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
     overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
     parts, total = entry.get("decomposition"), entry.get("worker_hours")
-    if not parts or not total:
+    if not parts or not total or no_valid_result(entry):
         return None
     terms = ", ".join(
         f"{PART_LABELS.get(part, part)} {share(value / total)}"

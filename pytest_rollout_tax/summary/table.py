@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from ..report.units import hours, seconds
+from ..report.validity import no_valid_result
 
 #: The columns' separator.
 GAP = "  "
@@ -82,30 +83,46 @@ def table_lines(rows: list[tuple[str, dict]], width: int) -> list[str]:
     """The table of ``rows`` (name, report entry), in their order, no wider than ``width``
     when narrowing can make it so."""
     columns = list(COLUMNS)
-    lines = _render(columns, rows)
+    lines = _render(columns, rows, width)
     for narrow in NARROWING:
         if max(map(len, lines)) <= width:
             break
         columns = narrow(columns)
-        lines = _render(columns, rows)
+        lines = _render(columns, rows, width)
     return lines
 
 
-def _render(columns: list[Column], rows: list[tuple[str, dict]]) -> list[str]:
+#: The columns a row with no valid result keeps; its figures give way to the reason.
+KEPT = ("substrate", "rollouts", "failed")
+
+
+def _render(columns: list[Column], rows: list[tuple[str, dict]], width: int) -> list[str]:
+    """The table's lines; a row whose every rollout failed reads ``no valid result (...)`` in
+    place of its figures, cut to ``width``."""
     cells = [[c.cell(name, entry) for c in columns] for name, entry in rows]
+    valid = [row for row, (_, entry) in zip(cells, rows, strict=True) if not no_valid_result(entry)]
     widths = [
-        max(len(c.header[0]), len(c.header[1]), *(len(row[i]) for row in cells))
+        max(len(c.header[0]), len(c.header[1]), *(len(r[i]) for r in cells if c.key in KEPT),
+            *(len(r[i]) for r in valid))
         for i, c in enumerate(columns)
-    ]
+    ]  # fmt: skip
 
     def line(values: list[str]) -> str:
         first = values[0].ljust(widths[0])
-        rest = (value.rjust(w) for value, w in zip(values[1:], widths[1:], strict=True))
+        rest = (value.rjust(w) for value, w in zip(values[1:], widths[1:], strict=False))
         return GAP.join([first, *rest]).rstrip()
+
+    def row_line(row: list[str], entry: dict) -> str:
+        invalid = no_valid_result(entry)
+        if not invalid:
+            return line(row)
+        kept = [value for value, c in zip(row, columns, strict=True) if c.key in KEPT]
+        text = f"{line(kept)}{GAP}{invalid}"
+        return text if len(text) <= width else text[: width - 3] + "..."
 
     return [
         line([c.header[0] for c in columns]),
         line([c.header[1] for c in columns]),
         GAP.join("-" * w for w in widths),
-        *(line(row) for row in cells),
+        *(row_line(row, entry) for row, (_, entry) in zip(cells, rows, strict=True)),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import textwrap
 
+from .lines import not_run_lines
 from .sections import Summary, summarize
 from .table import table_lines
 
@@ -25,6 +26,13 @@ def render(summary: Summary, width: int | None = None) -> list[str]:
     lines = [line for note in [*summary.decision, *summary.header] for line in wrap(note, width)]
     lines += table_lines(summary.rows, width)
     return lines + [line for note in summary.after_table() for line in wrap(note, width)]
+
+
+def render_nothing_ran(not_run: dict[str, str], width: int | None = None) -> list[str]:
+    """The summary of a run where no rollout ran: each selected substrate, with why."""
+    width = width or terminal_width()
+    notes = ["no rollout ran: nothing measured", *not_run_lines({"not_run": not_run})]
+    return [line for note in notes for line in wrap(note, width)]
 
 
 def render_summary(report: dict, width: int | None = None) -> list[str]:

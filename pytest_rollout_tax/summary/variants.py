@@ -10,6 +10,7 @@ from ..fleet.pool import entry_idle_per_claim
 from ..report.isolation import DEFAULT_RUNTIME
 from ..report.projection import step_overhead
 from ..report.units import ratio, seconds
+from ..report.validity import no_valid_result
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
 #: default. A new aspect (e.g. a container runtime) is one getter here, one default and one
@@ -40,7 +41,9 @@ def plain_variant(names: list[str], substrates: dict[str, dict]) -> str:
     return min(names, key=off_default)
 
 
-def comparison_lines(substrates: dict[str, dict]) -> list[str]:
+def comparison_lines(
+    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+) -> list[str]:
     """For each kind run as several variants, each variant against the kind's plain one: one
     line per aspect that differs, saying when another aspect differs too (not like with like)."""
     by_kind: dict[str, list[str]] = {}
@@ -55,16 +58,31 @@ def comparison_lines(substrates: dict[str, dict]) -> list[str]:
             if name == base_name:
                 continue
             differ = differences(base, substrates[name])
+            if differ and (invalid := invalid_line(name, substrates[name], base_name, base)):
+                lines.append(invalid)
+                continue
             for aspect in differ:
                 line = LINES[aspect](name, substrates[name], base_name, base)
                 if line is None:
                     continue
+                line += judge(name, base_name)
                 others = [a for a in differ if a != aspect]
                 if others:
                     verb = "differs" if len(others) == 1 else "differ"
                     line += f" (its {' and '.join(others)} {verb} too)"
                 lines.append(line)
     return lines
+
+
+def invalid_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+    """``docker-gvisor vs docker: docker-gvisor: no valid result (...)``, in place of any ratio,
+    when either side's every rollout failed (None when both have valid results)."""
+    failed = [
+        (n, why) for n, e in ((name, entry), (base_name, base)) if (why := no_valid_result(e))
+    ]
+    if not failed:
+        return None
+    return f"{name} vs {base_name}: " + "; ".join(f"{n}: {why}" for n, why in failed)
 
 
 def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:

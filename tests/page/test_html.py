@@ -27,6 +27,7 @@ from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.summary.lines import few_samples_lines, ranked_names
 from pytest_rollout_tax.summary.sections import burst_line, fleet_lines, shares_line
 from pytest_rollout_tax.summary.variants import comparison_lines
+from pytest_rollout_tax.summary.verdicts import judge_of
 
 MACHINE = {"cpu_count": 2, "python": "3.11.7", "platform": "Linux-x86_64"}
 COMMIT = {"sha": "0123456789abcdef0123", "branch": "main", "dirty": True}
@@ -219,7 +220,7 @@ def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> N
         assert f'<section id="{section}">' in page
     substrates = report["substrates"]
     expected = [
-        *comparison_lines(substrates),  # docker-session vs docker
+        *comparison_lines(substrates, judge_of(report)),  # docker-session vs docker
         burst_line("docker", substrates["docker"]["burst"]),
         *fleet_lines("docker-session", substrates["docker-session"]),  # pool and fleet
         *few_samples_lines(substrates),

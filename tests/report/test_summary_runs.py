@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from support.summary_runs import ROOT, joined, run_pytest
 
 from pytest_rollout_tax.replay.load import load
 from pytest_rollout_tax.report.noise import ALPHA
 from pytest_rollout_tax.report.units import hours, ratio
 from pytest_rollout_tax.summary.terminal import render_summary
 
-ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = """\
 [tool.rollout-tax.substrates.docker-session]
 kind = "docker"
@@ -34,35 +32,6 @@ pool = 2
 """
 LOOP = "example_suite/test_agent_loop.py::test_agent_loop"
 SUBSTRATES = ("local", "docker", "docker-session", "docker-pool")
-
-
-def run_pytest(cwd: Path, *args: str, columns: int = 80) -> tuple[int, list[str]]:
-    """pytest in a subprocess at ``COLUMNS=columns``, with no Kubernetes configuration; its exit
-    code and the lines of its rollout-tax summary."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.pop("KUBECONFIG", None)
-    env.update(COLUMNS=str(columns), HOME=str(cwd))  # no ~/.kube/config
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args]
-    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-    output = done.stdout + done.stderr
-    return done.returncode, summary_of(output)
-
-
-def summary_of(output: str) -> list[str]:
-    """The summary's lines: from the ``rollout tax`` rule to the report's path or the next rule."""
-    lines = output.splitlines()
-    start = next(i for i, line in enumerate(lines) if " rollout tax " in line)
-    end = next(
-        i
-        for i, line in enumerate(lines[start + 1 :], start + 1)
-        if line.startswith(("report written", "=="))
-    )
-    return lines[start + 1 : end]
-
-
-def joined(lines: list[str]) -> str:
-    """The summary as one string, its wrapped notes joined back."""
-    return " ".join(line.strip() for line in lines)
 
 
 @pytest.fixture(scope="module")
@@ -89,10 +58,13 @@ def test_the_table_is_ranked_and_the_decision_comes_first(suite_run):
     rule = next(i for i, line in enumerate(lines) if line.startswith("---"))
     rows = lines[rule + 1 : rule + 1 + len(ranked)]
     assert [row.split()[0] for row in rows] == ranked  # the rows, cheapest first
-    cheapest, following = report["ranking"][0], report["ranking"][1]
-    assert lines[0].startswith(
-        f"cheapest here: {cheapest['substrate']}, {hours(cheapest['worker_hours'])} "
-        f"worker-hours and {hours(cheapest['tax_hours'])} tax-hours"
+    floor = next(item for item in report["ranking"] if item["floor"])
+    assert floor["substrate"] == "local"  # the unisolated floor
+    cheapest, following = [item for item in report["ranking"] if not item["floor"]][:2]
+    assert joined(lines[:3]).startswith(
+        f"cheapest that isolates: {cheapest['substrate']}, {hours(cheapest['worker_hours'])} "
+        f"worker-hours and {hours(cheapest['tax_hours'])} tax-hours (floor: local, "
+        f"{hours(floor['worker_hours'])} worker-hours)"
     )
     first = joined(lines[: next(i for i, line in enumerate(lines) if line.startswith("ranking"))])
     ratio_next = following["worker_hours"] / cheapest["worker_hours"]
@@ -110,8 +82,9 @@ def test_the_ranking_names_every_substrate_with_its_ratio(suite_run):
     assert len([line for line in lines if line.startswith("ranking by worker-hours:")]) == 1
     text = joined(lines)
     after = text.split("ranking by worker-hours: ", 1)[1]
-    assert after.startswith(report["ranking"][0]["substrate"] + ", then ")
-    for item in report["ranking"][1:]:
+    candidates = [item for item in report["ranking"] if not item["floor"]]
+    assert after.startswith(candidates[0]["substrate"] + ", then ")
+    for item in candidates[1:]:
         assert f"{item['substrate']} {ratio(item['ratio'])}" in after
 
 
@@ -146,7 +119,7 @@ def test_a_report_saved_before_the_pairs_still_loads_and_renders(suite_run, tmp_
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "cheapest here: " in done.stdout and "Traceback" not in done.stderr
+    assert "cheapest that isolates: " in done.stdout and "Traceback" not in done.stderr
 
 
 def test_without_think_time_the_hours_say_they_are_environment_time_only(suite_run):
