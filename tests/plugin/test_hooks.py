@@ -143,7 +143,7 @@ def test_projection_options_and_their_ini_twins(suite):
     suite.runpytest("--rollout-json=report.json").assert_outcomes(passed=2)
     assert report_of(suite)["projection"] == {
         "rollouts": 1000, "steps": 10, "think_time_s": 2.0, "think_time_source": "option",
-        "fleet": None,
+        "fleet": None, "rank_by": "worker_hours",
     }  # fmt: skip
     suite.runpytest("--rollout-json=report.json", "--rollout-project=5000")
     assert report_of(suite)["projection"]["steps"] == 150  # from the marker
@@ -666,7 +666,7 @@ def test_json_steps_none_keeps_step_times_in_saved_runs_only(suite):
         passed=2
     )
     steps = report_of(suite)["rollouts"][0]["steps"]
-    assert set(steps) == {"kinds", "kind", "wall_us", "exit_code", "output_bytes"}
+    assert set(steps) == {"kinds", "kind", "wall_us", "exit_code", "output_bytes", "at_us"}
 
 
 def test_a_bad_json_steps_choice_is_a_usage_error(suite):

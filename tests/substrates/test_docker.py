@@ -572,7 +572,7 @@ def test_a_failed_pull_is_a_start_error_naming_the_image(sandbox_image, monkeypa
         # checked from the values alone, when the substrate is made
         ({"memory": "lots"}, "docker.memory='lots': expected a size like 512m or 2g"),
         ({"memory": "1m"}, "docker.memory='1m': the engine needs at least 6m"),
-        ({"cpus": "0"}, "docker.cpus=0.0: expected a number of CPUs > 0"),
+        ({"cpus": "0"}, "docker.cpus=0.0: expected 0.01 to 1,024 CPUs"),
         ({"cpus": "many"}, "docker.cpus='many': "),
         ({"pull": "sometimes"}, "docker.pull='sometimes': expected one of never, missing"),
         ({"network": "no such net!"}, "docker.network='no such net!': expected none, bridge"),

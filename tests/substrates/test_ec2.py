@@ -689,10 +689,11 @@ def test_price_per_hour_puts_dollars_next_to_worker_hours(pytester, ec2_opts):
     result.assert_outcomes(passed=1)
     ec2 = json.loads((pytester.path / "report.json").read_text())["substrates"]["ec2"]
     assert ec2["price_per_hour"] == 0.0416
-    assert ec2["cost_usd"] == pytest.approx(ec2["worker_hours"] * 0.0416)
-    result.stdout.fnmatch_lines(
-        ["*worker*", "ec2: the projected worker-hours cost $* at $0.0416 per sandbox-hour"]
-    )
+    # the launch's 60 s minimum is billed on top of the worker-hours at the price
+    assert ec2["cost_usd"] >= ec2["worker_hours"] * 0.0416
+    assert ec2["cost_usd"] == pytest.approx(ec2["cost"]["dollars"])
+    assert ec2["rate"]["min_billed_s"] == 60 and ec2["rate"]["source"] == "yours"
+    result.stdout.fnmatch_lines(["*worker*", "ec2 dollars: $* for 1,000,000 rollouts*"])
 
 
 def test_missing_sdk_names_the_extra(monkeypatch):
