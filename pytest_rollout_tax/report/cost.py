@@ -17,6 +17,7 @@ from ..core.price import SECONDS_PER_HOUR, Rate
 MINIMUM = "minimum"
 FIXED = "fixed"
 THINK = "think"
+IDLE = "idle"
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def project_cost(
     time in all, at ``rate``; the fixed fee over ``wall_clock_hours`` when known."""
     per_hour = rate.sandbox_hour
     parts = {part: value * per_hour for part, value in hours.items()}
-    alive_s = sum(hours.values()) * SECONDS_PER_HOUR / rollouts
+    # a sandbox's life, create to teardown: the launch minimum applies to it, not to pool idle
+    alive_s = sum(v for k, v in hours.items() if k != IDLE) * SECONDS_PER_HOUR / rollouts
     env_alive_s = alive_s - think_s
     fee = rate.fixed_hour * (wall_clock_hours or 0.0)
     parts[MINIMUM] = _top_up(rate, alive_s, rollouts)

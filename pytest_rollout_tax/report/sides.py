@@ -11,7 +11,15 @@ from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
 from .build import projected_keys, projection_of, scale_of, spread_of
-from .projection import Means, RankBy, Scale, project, rollout_seconds, worker_hours
+from .projection import (
+    Means,
+    Projected,
+    RankBy,
+    Scale,
+    project,
+    rollout_seconds,
+    worker_hours,
+)
 from .ranking import rank, report_units
 from .schema import SAMPLE_METRICS
 
@@ -111,27 +119,26 @@ def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None
     return projected.worker_hours, projected.tax_hours
 
 
-def _dollars(entry: dict, scale: Scale) -> float | None:
-    """The dollars of a report's entry at ``scale``, or None without a price."""
-    cost = project(Means.of_entry(entry), scale).cost
-    return None if cost is None else cost.dollars
-
-
 def sides(report: dict, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
     rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
     for item in report.get("rollouts", []):
         rollouts.setdefault(item["substrate"], []).append(rollout_samples(item))
     return {
-        name: Side(
-            stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
-            worker_hours=project_entry(entry, scale)[0],
-            rollouts=tuple(rollouts.get(name, ())),
-            steps=scale.steps or 0,
-            dollars=_dollars(entry, scale),
-        )
+        name: _side(entry, project(Means.of_entry(entry), scale), rollouts.get(name, ()), scale)
         for name, entry in report["substrates"].items()
     }
+
+
+def _side(entry: dict, projected: Projected, rollouts: Sequence[dict], scale: Scale) -> Side:
+    """One substrate's side: its stats, and its hours and dollars from one projection."""
+    return Side(
+        stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
+        worker_hours=projected.worker_hours,
+        rollouts=tuple(rollouts),
+        steps=scale.steps or 0,
+        dollars=None if projected.cost is None else projected.cost.dollars,
+    )
 
 
 def reproject(

@@ -32,7 +32,7 @@ def decision_lines(report: dict) -> list[str]:
     (``local``) beside it, by how much it beats the next and whether the run resolves the
     difference (the gate's noise test); the whole ranking when more than two candidates have
     the figure; each substrate with no valid result (every rollout failed), with its reason."""
-    by_cost = report["projection"].get("rank_by") == "cost"
+    by_cost = (report.get("projection") or {}).get("rank_by") == "cost"
     key = "dollars" if by_cost else "worker_hours"
     ranking = report.get("ranking") or ()
     valid = [item for item in ranking if item.get(key) and not item.get("no_valid_result")]
