@@ -42,7 +42,7 @@ from .rollouts import (
     target_of,
 )
 from .session import RolloutTaxSession
-from .settings import OPTIONS, Settings, add_options, dests, ini_name
+from .settings import OPTIONS, Settings, add_options, dests, ini_defaults, ini_name
 from .signals import SigtermChain
 
 #: The outcome of a rollout whose create the provider's rate limiter refused (not a failure).
@@ -395,6 +395,6 @@ class RolloutTaxPlugin:
     def _active(self, session: pytest.Session) -> bool:
         """Installed is not active: the plugin acts (SIGTERM handling) only when an option of
         it is given or a rollout was collected (an xdist controller collects none)."""
-        if asked(self.config, dests()):
+        if asked(self.config, dests(), ini_defaults()):
             return True
         return any(target_of(item) is not None for item in session.items)

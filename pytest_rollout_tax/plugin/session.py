@@ -171,7 +171,7 @@ class RolloutTaxSession:
 
     def _selected(self) -> bool:
         """True when substrates were selected (``--substrate`` or its ini twin), not defaulted."""
-        return bool(self.config.getoption("rollout_substrates")) or self.config.getini(
+        return bool(self.config.getoption("rollout_substrates", None)) or self.config.getini(
             "rollout_substrates"
         ) != ["local"]
 

@@ -141,6 +141,11 @@ def dests() -> list[str]:
     return [ini_name(flag) for flag, *_ in OPTIONS] + ["rollout_reap"]
 
 
+def ini_defaults() -> dict[str, Any]:
+    """Every rollout-tax ini key with its default."""
+    return {ini_name(flag): default for flag, *_, default in OPTIONS}
+
+
 def option(config: pytest.Config, flag: str) -> Any:
     """The command-line value of an option, else its ini twin."""
     name = ini_name(flag)
