@@ -17,8 +17,9 @@ that drift in the machine's load hits all alike. Medians (p50) of:
 
 The ratios are each platform's p50 over runc's: the floor is runc, measured in the same run.
 The machine's load (``os.getloadavg``) before and after, and gVisor's release, are printed
-with the table. A benchmark to read, not a timed test. Needs the engine scripts/ensure-docker
-starts (runsc, runsc-systrap and runsc-ptrace registered, experimental mode on).
+with the table, and a warning when the run starts at a load of 1 or more. A benchmark to
+read, not a timed test. Needs the engine scripts/ensure-docker starts (runsc, runsc-systrap
+and runsc-ptrace registered, experimental mode on).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ from sampling import interleaved_all
 from pytest_rollout_tax import Sandbox, get_substrate
 from pytest_rollout_tax.core.substrate import Prepare
 from pytest_rollout_tax.substrates.docker import snapshot
+
+#: The 1-minute load average below which a machine counts as quiet.
+QUIET_LOAD = 1.0
 
 #: What is compared, as docker options: runc, the floor, and gVisor on each platform.
 RUNTIMES = {
@@ -137,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     load_before = os.getloadavg()
+    if load_before[0] >= QUIET_LOAD:
+        print(f"load average {load_before[0]:.2f} on {os.cpu_count()} CPUs: not a quiet machine "
+              f"(below {QUIET_LOAD}); queueing lowers every ratio", file=sys.stderr)  # fmt: skip
     results: dict[str, dict[str, float]] = {}
     cold = interleaved_all(args.rounds, {rt: cold_start(rt) for rt in RUNTIMES})
     results["cold start"] = {rt: p50(cold[rt]) for rt in RUNTIMES}

@@ -82,16 +82,21 @@ RUNSC_GAPS = {
 
 #: What Daytona's toolbox API does differently, by test function name (strict xfails).
 DAYTONA_GAPS = {
-    # process.exec and session commands answer with the whole output in one JSON body once
-    # the command has ended: a flood is buffered by the toolbox, and the call outlasts the
-    # deadline by the time it takes to carry it
-    "test_a_step_timeout_holds_while_its_output_floods": (
-        "Daytona's toolbox returns a step's whole output in one body after it ends"
-    ),
     # the stand-in runs each session command in a docker exec of its own, so there is no
     # held shell for a step to kill (the real service's session is one)
     "test_a_session_whose_shell_dies_fails_that_step_and_every_later_one_in_one_line": (
         "the daytona stand-in holds no shell per session: a step cannot kill it"
+    ),
+}
+
+
+#: Daytona's gaps whose test passes when the machine is fast enough (non-strict xfails).
+DAYTONA_SLOW = {
+    # process.exec and session commands answer with the whole output in one JSON body once
+    # the command has ended: a flood is buffered by the toolbox, and the call outlasts the
+    # deadline by the time it takes to carry it (under the test's 1.5 s slack on a fast machine)
+    "test_a_step_timeout_holds_while_its_output_floods": (
+        "Daytona's toolbox returns a step's whole output in one body after it ends"
     ),
 }
 
@@ -101,8 +106,12 @@ def runsc_gap(item: pytest.Item) -> None:
     callspec = getattr(item, "callspec", None)
     params = [p for p in (callspec.params.values() if callspec else ()) if isinstance(p, str)]
     name = getattr(item, "originalname", "")
-    if name in DAYTONA_GAPS and any(p.split("-")[0] == "daytona" for p in params):
+    daytona = any(p.split("-")[0] == "daytona" for p in params)
+    if name in DAYTONA_GAPS and daytona:
         item.add_marker(pytest.mark.xfail(reason=DAYTONA_GAPS[name], strict=True))
+        return
+    if name in DAYTONA_SLOW and daytona:
+        item.add_marker(pytest.mark.xfail(reason=DAYTONA_SLOW[name], strict=False))
         return
     others = [p for p in params if "-runsc" not in p]
     reason = RUNSC_GAPS.get(name) or RUNSC_GAPS.get(f"{name}[{'-'.join(others)}]")

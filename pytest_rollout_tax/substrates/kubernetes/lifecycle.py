@@ -203,11 +203,12 @@ class KubernetesSubstrate(Substrate):
 
     @property
     def resources(self) -> Resources:
-        """The pod's requests: what GKE Autopilot bills for."""
-        cpu, memory = self.options.cpu, self.options.memory
+        """The pod's requests: what GKE Autopilot bills for. A request that is no quantity
+        is left to the API server to refuse (its 422 names it); its price is unknown."""
+        memory = quantity(self.options.memory)
         return Resources(
-            vcpus=float(parse_quantity(cpu)) if cpu else None,
-            gib=float(parse_quantity(memory)) / GIB if memory else None,
+            vcpus=quantity(self.options.cpu),
+            gib=memory / GIB if memory is not None else None,
         )
 
     @property
@@ -350,3 +351,11 @@ class KubernetesSubstrate(Substrate):
         except RolloutTaxError as exc:
             return f"deleting the pod failed: {exc}"
         return "the pod was deleted"
+
+
+def quantity(text: str | None) -> float | None:
+    """A Kubernetes quantity (``500m``, ``2Gi``) as a number; None when unset or invalid."""
+    try:
+        return float(parse_quantity(text)) if text else None
+    except (ValueError, ArithmeticError):  # the client's error differs across versions
+        return None
