@@ -169,6 +169,7 @@ def pytest_unconfigure(config):
 
 ACTIVE_CHILD = """
 import multiprocessing
+import os
 import signal
 import time
 
@@ -178,11 +179,25 @@ def child():
 
 
 def test_child_ends_by_sigterm(sandbox):
-    process = multiprocessing.get_context("fork").Process(target=child)
+    for _ in range(20):  # terminated at once: before the child's interpreter reset, often
+        process = multiprocessing.get_context("fork").Process(target=child)
+        process.start()
+        process.terminate()
+        process.join(60)
+        assert process.exitcode == -signal.SIGTERM
+
+
+def default_and_unblocked():
+    blocked = signal.SIGTERM in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    os._exit(0 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL and not blocked else 1)
+
+
+def test_child_starts_with_the_handler_found(sandbox):
+    process = multiprocessing.get_context("fork").Process(target=default_and_unblocked)
     process.start()
-    process.terminate()
     process.join(60)
-    assert process.exitcode == -signal.SIGTERM
+    assert process.exitcode == 0
+    assert signal.SIGTERM not in signal.pthread_sigmask(signal.SIG_BLOCK, [])
 """
 
 ACTIVE_TERMINATED = """
@@ -203,6 +218,7 @@ def test_an_active_session_leaves_sigterm_to_forked_children(pytester):
     pytester.makepyfile(test_active=ACTIVE_CHILD)
     result = pytester.runpytest_subprocess("--rollout-probes=0")
     assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*2 passed*"])
 
 
 def test_an_active_session_chains_to_the_handler_it_found_and_restores_it(pytester):
