@@ -58,9 +58,11 @@ def session_verdict(
         reasons.append("an output asked for was not written")
     checked = []
     if gate.checks and gate.compare is not None:
-        baseline = gate.baseline
-        against = f"against {baseline.path.name}" if baseline else "no baseline: nothing compared"
-        checked.append(f"{len(gate.checks)} check(s) {against}")
+        count = f"{len(gate.checks)} check(s)"
+        if gate.baseline is None:
+            checked.append(f"no baseline: {count} not applied")
+        else:
+            checked.append(f"{count} against {gate.baseline.path.name}")
     if history_fail:
         checked.append("no new slowdown in the saved runs' history")
     if not reasons and not checked:
