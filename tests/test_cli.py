@@ -210,7 +210,7 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["projection"] == {
         "rollouts": 1_000_000, "steps": 150, "think_time_s": 2.0, "think_time_source": "option",
-        "fleet": None, "rank_by": "worker_hours",
+        "fleet": None, "rank_by": "worker_hours", "steps_source": "option",
     }  # fmt: skip
     local = data["substrates"]["local"]
     expected = worker_hours(

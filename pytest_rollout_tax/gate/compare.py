@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -162,6 +163,14 @@ class Outcome:
         if self.status == "failed":
             return f"FAILED {figures}; {why}"
         return f"not credible: {figures} crossed, but {why}: not failed"
+
+    def brief(self) -> str:
+        """``local cold_start.p50 +94.9% (threshold 15%)``: the check, its change, its limit."""
+        threshold = self.check.threshold
+        grown = (percent if threshold.relative else partial(change, self.check.metric))(
+            self.baseline, self.now
+        )
+        return f"{self.substrate} {self.check.name} {grown} (threshold {threshold.text})"
 
 
 def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome:

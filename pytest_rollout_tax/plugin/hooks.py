@@ -44,6 +44,7 @@ from .rollouts import (
 from .session import RolloutTaxSession
 from .settings import OPTIONS, Settings, add_options, dests, ini_defaults, ini_name
 from .signals import SigtermChain
+from .verdict import FinalLine
 
 #: The outcome of a rollout whose create the provider's rate limiter refused (not a failure).
 RATE_LIMITED = "rate_limited"
@@ -121,6 +122,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if session.is_worker:
         return
     config.pluginmanager.register(ReportBridges(session.current_report), "rollout-tax-reports")
+    config.pluginmanager.register(FinalLine(lambda: session.verdict), "rollout-tax-verdict")
     if config.pluginmanager.hasplugin("xdist"):
         controller = xdist.XdistController(substrates, session.add_pool_records)
         config.pluginmanager.register(controller, "rollout-tax-xdist")

@@ -31,6 +31,7 @@ from .progress import ColdStartProgress
 from .rollouts import slot
 from .settings import Settings
 from .shard import Client
+from .verdict import SessionVerdict, session_verdict
 
 
 class RolloutTaxSession:
@@ -65,6 +66,10 @@ class RolloutTaxSession:
         self.regression_lines: list[str] = []
         #: A requested output (--rollout-json, --rollout-html) failed to be written.
         self.write_failed = False
+        #: The verdict of a gated session, or of one the rollout tax failed (else None).
+        self.verdict: SessionVerdict | None = None
+        #: The session's exit status, once :meth:`finish` has decided it.
+        self.exit_status = 0
 
     # -- while the tests run ---------------------------------------------------------------
 
@@ -117,9 +122,7 @@ class RolloutTaxSession:
         if not interrupted and len(verdict.saved) < asked_to_save:
             self.write_failed = True  # the gate printed why
         self.regression_lines = verdict.regression
-        failed = verdict.failed or bool(report["shared_sandboxes"])
-        if self.settings.history_fail:
-            failed = self._history_gate(verdict.saved) or failed
+        history_failed = self.settings.history_fail and self._history_gate(verdict.saved)
         hook = self.config.hook.pytest_rollout_tax_report
         written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
         # the outputs' lines in hook order (the JSON file first, the page last), then the gate's
@@ -127,8 +130,17 @@ class RolloutTaxSession:
         if any(line.startswith(OUTPUT_ERROR) for line in output_lines):
             self.write_failed = True  # an output that was asked for could not be written
         self.summary_lines += [*output_lines, *verdict.summary, *self.history_lines]
-        if (failed or self.write_failed) and exitstatus == pytest.ExitCode.OK:
-            return pytest.ExitCode.TESTS_FAILED
+        self.verdict = session_verdict(
+            self.gate,
+            verdict,
+            shared=len(report["shared_sandboxes"]),
+            history_fail=self.settings.history_fail,
+            history_failed=history_failed,
+            write_failed=self.write_failed,
+        )
+        if self.verdict is not None and self.verdict.failed and exitstatus == pytest.ExitCode.OK:
+            exitstatus = pytest.ExitCode.TESTS_FAILED
+        self.exit_status = int(exitstatus)
         return exitstatus
 
     def display(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -136,6 +148,10 @@ class RolloutTaxSession:
         if not self.summary_lines:
             return
         terminalreporter.write_sep("=", "rollout tax")
+        if self.verdict is not None:  # the verdict first; FinalLine repeats it last
+            failed = self.verdict.failed
+            line = self.verdict.line(self.exit_status)
+            terminalreporter.write_line(line, red=failed, green=not failed, bold=True)
         for line in self.summary_lines:
             terminalreporter.write_line(line)
         if self.regression_lines:

@@ -54,8 +54,9 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
     ("--rollout-probes", {"metavar": "N"},
      "no-op execs timed per sandbox to measure the per-action tax (default 5)", "string", "5"),
     ("--rollout-project", {"metavar": "NxS"},
-     "project worker-hours for N rollouts of S steps (default 1000000x150; "
-     "N alone: S from each marker's steps)", "string", "1000000x150"),
+     "project worker-hours for N rollouts of S steps (default 1000000x150, S the replays' "
+     "mean recorded length when every rollout is a replay; N alone: S from each marker's "
+     "steps)", "string", None),
     (flags.THINK_TIME.plugin, {"metavar": flags.THINK_TIME.metavar},
      f"{flags.THINK_TIME.help} (default: the replayed trajectories' recorded think time, "
      "else none)", "string", None),
@@ -222,9 +223,7 @@ class Settings:
             think = None
             if think_text is not None:
                 think = flags.THINK_TIME.value(str(think_text), flags.THINK_TIME.plugin)
-            scale = Scale.parse(
-                str(option(config, "--rollout-project")), think, "--rollout-project"
-            )
+            scale = Scale.parse(option(config, "--rollout-project"), think, "--rollout-project")
             by_text = str(option(config, flags.RANK_BY.plugin))
             by = flags.RANK_BY.value(by_text, flags.RANK_BY.plugin)
             scale = dataclasses.replace(scale, rank_by=by)

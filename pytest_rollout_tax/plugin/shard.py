@@ -190,6 +190,7 @@ class Client:
                 "steps": self.scale.steps,
                 "think_time_s": self.scale.think_time_s,
                 "think_time_source": self.scale.think_time_source,
+                "steps_source": self.scale.steps_source,
             },
             "start_at": self.started,
             "saturation": self.saturation.report(),

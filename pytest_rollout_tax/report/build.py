@@ -234,6 +234,7 @@ def projection_of(scale: Scale) -> dict:
         "think_time_source": scale.think_time_source,
         "fleet": scale.fleet,
         "rank_by": scale.rank_by,
+        "steps_source": scale.steps_source,
     }
 
 
@@ -247,14 +248,19 @@ def scale_of(report: dict) -> Scale:
         projection.get("think_time_source", "option"),  # runs saved before it was recorded
         projection.get("fleet"),
         projection.get("rank_by", "worker_hours"),  # runs saved before dollars
+        projection.get("steps_source", "option"),  # runs saved before it was recorded
     )
 
 
 def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
-    """``scale`` with its steps fixed: when unset, the mean declared (or observed) length.
+    """``scale`` with its steps fixed: when unset, the mean declared (or observed) length; when
+    not given, the replays' mean recorded length if every rollout replayed a trajectory.
 
-    Rollouts whose sandbox never started made no steps and say nothing about the length.
+    Rollouts whose sandbox never started made no steps and say nothing about the length; a
+    replay's recorded length is known whether or not its sandbox started.
     """
+    replays = [r.fields["replay"]["recorded_steps"] for r in rows if r.fields.get("replay")]
+    scale = scale.with_replay_steps(replays, len(rows) - len(replays))
     if scale.steps is not None:
         return scale
     lengths = [

@@ -23,7 +23,7 @@ from .machine import CLOCK_NOTE
 from .projection import Scale
 
 #: The projection settings that must agree (unless forced).
-PROJECTION_KEYS = ("rollouts", "steps", "think_time_s", "think_time_source")
+PROJECTION_KEYS = ("rollouts", "steps", "think_time_s", "think_time_source", "steps_source")
 
 
 @dataclass(frozen=True)
@@ -178,6 +178,7 @@ def _scale(parts: Sequence[Part], force: bool) -> Scale:
         steps=settings["steps"],
         think_time_s=settings["think_time_s"] or 0.0,
         think_time_source=settings["think_time_source"] or "option",
+        steps_source=settings["steps_source"] or "option",  # shards from before it was kept
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -20,6 +21,15 @@ from .cost import Cost, project_cost
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
 #: trajectories' recorded think time, or nowhere (0).
 ThinkSource = Literal["option", "recorded", "none"]
+#: Where a projection's steps per rollout come from: ``--rollout-project NxS``; not given, so
+#: the default 150 (``default``), or the replays' mean recorded length when every rollout
+#: replayed a trajectory (``replays``), or the default in a run that mixes replays with other
+#: workloads (``mixed``); ``--rollout-project N`` alone, the workloads' mean (``workloads``).
+StepsSource = Literal["option", "default", "replays", "mixed", "workloads"]
+#: The steps per rollout when nothing sets them (the paper's ~150 tool calls).
+DEFAULT_STEPS = 150
+#: The projection when ``--rollout-project`` is not given.
+DEFAULT_PROJECT = f"1000000x{DEFAULT_STEPS}"
 #: What the ranking orders substrates by (``--rollout-rank-by``).
 RankBy = Literal["worker_hours", "cost"]
 RANK_BY: tuple[RankBy, ...] = ("worker_hours", "cost")
@@ -31,22 +41,27 @@ class Scale:
 
     rollouts: int = 1_000_000
     #: None: each workload's declared length (marker ``steps``), else the steps it made.
-    steps: int | None = 150
+    steps: int | None = DEFAULT_STEPS
     think_time_s: float = 0.0
     think_time_source: ThinkSource = "option"
     #: Concurrent workers to project wall-clock hours for (``--rollout-fleet``), or None.
     fleet: int | None = None
     #: What the ranking orders by: projected worker-hours or dollars (``--rollout-rank-by``).
     rank_by: RankBy = "worker_hours"
+    #: Where ``steps`` came from (the summary's header says it).
+    steps_source: StepsSource = "option"
 
     @classmethod
     def parse(
-        cls, text: str, think_time_s: float | None = None, option: str = "projection"
+        cls, text: str | None, think_time_s: float | None = None, option: str = "projection"
     ) -> Scale:
         """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``); an error
-        names ``option``.
+        names ``option``. ``text`` None: not given, the default scale, whose steps the
+        replays' mean length may replace (:meth:`with_replay_steps`).
 
         ``think_time_s`` None: not given, so recorded think time may stand in for it."""
+        given = text is not None
+        text = DEFAULT_PROJECT if text is None else text
         match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
         try:
             rollouts = float(match.group(1)) if match else -1.0
@@ -60,11 +75,23 @@ class Scale:
             )
         if steps is not None:
             check("--rollout-project steps", steps, f"{option}={text!r}: steps")
+        source: StepsSource = "default" if not given else "option" if steps else "workloads"
         if think_time_s is None:
-            return cls(rollouts=int(rollouts), steps=steps, think_time_source="none")
+            return cls(int(rollouts), steps, think_time_source="none", steps_source=source)
         if not 0 <= think_time_s < float("inf"):
             raise ValueError(f"think time {think_time_s!r}: expected seconds >= 0")
-        return cls(rollouts=int(rollouts), steps=steps, think_time_s=think_time_s)
+        return cls(int(rollouts), steps, think_time_s, steps_source=source)
+
+    def with_replay_steps(self, lengths: Sequence[int], others: int) -> Scale:
+        """This scale with the replays' mean recorded length (``lengths``, one per replayed
+        rollout) when no option set the steps and no rollout (``others``: how many) ran
+        another workload; a mix keeps the default and says so (``mixed``)."""
+        if self.steps_source != "default" or not lengths:
+            return self
+        if others:
+            return dataclasses.replace(self, steps_source="mixed")
+        mean = max(1, round(sum(lengths) / len(lengths)))
+        return dataclasses.replace(self, steps=mean, steps_source="replays")
 
     def with_recorded_think(self, think_s: float | None) -> Scale:
         """This scale with a recorded mean think time per step, unless an option set one."""

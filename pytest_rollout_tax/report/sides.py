@@ -159,6 +159,7 @@ def reproject(
         think_time_source="option" if think_time_s is not None else old.think_time_source,
         fleet=fleet if fleet is not None else old.fleet,
         rank_by=rank_by if rank_by is not None else old.rank_by,
+        steps_source="option" if steps is not None else old.steps_source,
     )
     result = copy.deepcopy(report)
     result["projection"] = projection_of(scale)

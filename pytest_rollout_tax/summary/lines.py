@@ -120,13 +120,22 @@ def header_lines(report: dict) -> list[str]:
     replays) which command time counts."""
     projection = report["projection"]
     lines = [
-        f"projected: {projection['rollouts']:,} rollouts x {projection['steps']} steps;"
-        " tax = substrate overhead only",
+        f"projected: {projection['rollouts']:,} rollouts x {projection['steps']} steps"
+        f"{STEPS_FROM.get(projection.get('steps_source'), '')}; tax = substrate overhead only",
         think_line(projection),
     ]
     if (command := command_line(report["substrates"])) is not None:
         lines.append(command)
     return lines
+
+
+#: Where the header says the steps per rollout came from, unless an option or the plain
+#: default set them (``projection.steps_source``).
+STEPS_FROM = {
+    "replays": ", the replays' mean",
+    "mixed": ", the default (not every rollout is a replay)",
+    "workloads": ", the workloads' mean",
+}
 
 
 #: The header's words for environment-only worker-hours.

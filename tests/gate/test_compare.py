@@ -142,6 +142,16 @@ def test_ten_times_slower_fails() -> None:
     assert verdict.regression[-1] == "passed 0 of 7 check(s)"
 
 
+def test_a_failed_outcome_in_brief_names_its_change_and_threshold() -> None:
+    slower = report(rollouts("local", COLD, 10))
+    verdict = compare_reports(
+        report(rollouts("local", COLD)), slower, checks("cold_start.p95:15%", "step.p50:1ms")
+    )
+    briefs = [o.brief() for o in verdict.outcomes]
+    assert briefs[0] == "local cold_start.p95 +900.0% (threshold 15%)"
+    assert briefs[1].startswith("local step.p50 +") and briefs[1].endswith("s (threshold 1ms)")
+
+
 def test_equal_run_passes() -> None:
     same = report(rollouts("local", COLD))
     verdict = compare_reports(same, same, checks(*ALL_CHECKS, "cold_start.p95:0%"))

@@ -143,7 +143,7 @@ def test_projection_options_and_their_ini_twins(suite):
     suite.runpytest("--rollout-json=report.json").assert_outcomes(passed=2)
     assert report_of(suite)["projection"] == {
         "rollouts": 1000, "steps": 10, "think_time_s": 2.0, "think_time_source": "option",
-        "fleet": None, "rank_by": "worker_hours",
+        "fleet": None, "rank_by": "worker_hours", "steps_source": "option",
     }  # fmt: skip
     suite.runpytest("--rollout-json=report.json", "--rollout-project=5000")
     assert report_of(suite)["projection"]["steps"] == 150  # from the marker

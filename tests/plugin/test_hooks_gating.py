@@ -203,6 +203,49 @@ def test_ten_times_slower_fails_with_a_regression_section(suite: pytest.Pytester
     assert lines[-1] == "passed 1 of 3 check(s): teardown.p95:100s (local)"
 
 
+def test_a_failed_gate_states_its_verdict_first_and_last(suite: pytest.Pytester) -> None:
+    write_baseline(suite, "main", saved_run(suite), 0.01)  # the baseline was 100x faster
+    result = run(suite, "--color=yes", "--rollout-compare=main",
+                 "--rollout-compare-fail=cold_start.p50:15%", "--rollout-compare-fail=step.p50:15%",
+                 "--rollout-compare-fail=teardown.p95:100s")  # fmt: skip
+    assert result.ret == 1
+    result.assert_outcomes(passed=6)  # every test passed; the gate failed the session
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in result.outlines]
+    verdict = plain[-1]  # the session's last line
+    assert re.fullmatch(
+        r"rollout-tax gate: FAILED \(exit status 1\): local cold_start\.p50 \+[\d.]+% "
+        r"\(threshold 15%\); local step\.p50 \+[\d.]+% \(threshold 15%\)",
+        verdict,
+    ), verdict
+    assert plain[plain.index(section_heading(plain)) + 1] == verdict  # the summary's first line
+    # pytest's final line, just above: red, and it counts the failed gate (not "6 passed" alone)
+    assert re.fullmatch(r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", plain[-2])
+    assert result.outlines[-2].startswith("\x1b[31m=")  # red, as the exit status says
+
+
+def test_a_passed_gate_states_its_verdict_first_and_last(suite: pytest.Pytester) -> None:
+    write_baseline(suite, "main", saved_run(suite), 10)  # the baseline was 10x slower
+    result = run(suite, "--color=yes", "--rollout-compare=main",
+                 "--rollout-compare-fail=cold_start.p50:15%")  # fmt: skip
+    assert result.ret == 0
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in result.outlines]
+    assert plain[-1] == "rollout-tax gate: passed (1 check(s) against main.json)"
+    assert plain[plain.index(section_heading(plain)) + 1] == plain[-1]
+    assert re.fullmatch(r"=+ 6 passed in [\d.]+s =+", plain[-2])
+    assert result.outlines[-2].startswith("\x1b[32m=")  # green, as the exit status says
+
+
+def test_an_ungated_run_states_no_verdict(suite: pytest.Pytester) -> None:
+    result = run(suite, "--rollout-save=main")
+    assert result.ret == 0
+    assert "rollout-tax gate" not in result.stdout.str()
+    assert re.fullmatch(r"=+ 6 passed in [\d.]+s =+", result.outlines[-1])
+
+
+def section_heading(lines: list[str]) -> str:
+    return next(line for line in lines if re.fullmatch(r"=+ rollout tax =+", line))
+
+
 def test_faster_run_passes(suite: pytest.Pytester) -> None:
     write_baseline(suite, "main", saved_run(suite), 10)  # the baseline was 10x slower
     result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
@@ -392,6 +435,12 @@ def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
     assert result.stdout.str().count("rollout tax regression") == 1
     failed = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
     assert len(failed) == 1 and "(n=6/6 rollouts)" in failed[0]  # all workers' rollouts
+    verdict = "rollout-tax gate: FAILED (exit status 1): local step.p50 +"
+    assert section(result, "rollout tax")[0].startswith(verdict)  # the controller's, once
+    assert result.outlines[-1].startswith(verdict)
+    assert re.fullmatch(
+        r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", result.outlines[-2]
+    )
 
 
 @needs_xdist

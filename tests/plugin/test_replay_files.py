@@ -28,6 +28,7 @@ from support.workloads import ROOT
 
 from pytest_rollout_tax.core.record import steps_of
 from pytest_rollout_tax.gate import storage
+from pytest_rollout_tax.report.projection import Means, Scale, project
 
 EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
 #: Formats whose rows make one trajectory (steps, events).
@@ -272,9 +273,47 @@ def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
     )
     # the worker-hours decomposition's think term is the recorded think time
     local = report["substrates"]["local"]
-    think_hours = 1_000_000 * 150 * local["think"]["mean"] / 3600
+    think_hours = 1_000_000 * 35 * local["think"]["mean"] / 3600  # at its own length
     assert local["decomposition"]["think"] == pytest.approx(think_hours)
     assert sum(local["decomposition"].values()) == pytest.approx(local["worker_hours"])
+
+
+def projected_hours(report: dict, steps: int) -> float:
+    """Local's worker-hours from its means at 1,000,000 rollouts of ``steps`` steps, at the
+    recorded think time."""
+    scale = Scale(steps=steps, think_time_source="none")
+    return project(Means.of_entry(report["substrates"]["local"]), scale).worker_hours
+
+
+def test_replays_are_projected_at_their_mean_recorded_length(pytester, trajectories):
+    shutil.copytree(EXAMPLE_TRAJECTORIES, pytester.path / "example_trajectories")
+    paths = ("runs/fix.traj.json", "example_trajectories/fix-rounding.traj.json")  # 3, 35 steps
+    result = pytester.runpytest(*paths, "--rollout-json=report.json")
+    result.assert_outcomes(passed=2)
+    report = report_of(pytester)
+    assert report["projection"]["steps"] == 19 and report["projection"]["steps_source"] == "replays"
+    result.stdout.fnmatch_lines(["projected: 1,000,000 rollouts x 19 steps, the replays' mean;*"])
+    local = report["substrates"]["local"]
+    assert local["worker_hours"] == pytest.approx(projected_hours(report, 19))
+    assert local["worker_hours"] != pytest.approx(projected_hours(report, 150))
+    # --rollout-project still decides
+    result = pytester.runpytest(*paths, "--rollout-json=report.json", "--rollout-project=1000x7")
+    report = report_of(pytester)
+    assert (report["projection"]["steps"], report["projection"]["steps_source"]) == (7, "option")
+    result.stdout.fnmatch_lines(["projected: 1,000 rollouts x 7 steps; tax = *"])
+    hours = projected_hours(report, 7) / 1000  # the means' hours at 1,000,000 rollouts
+    assert report["substrates"]["local"]["worker_hours"] == pytest.approx(hours)
+
+
+def test_replays_mixed_with_workloads_keep_the_default_length_and_say_why(pytester, trajectories):
+    pytester.makepyfile(test_workload="def test_one_step(sandbox):\n    sandbox.exec('true')\n")
+    result = pytester.runpytest("runs/fix.traj.json", "test_workload.py", "--rollout-json=r.json")
+    result.assert_outcomes(passed=2)
+    report = storage.load(pytester.path / "r.json").report
+    assert (report["projection"]["steps"], report["projection"]["steps_source"]) == (150, "mixed")
+    result.stdout.fnmatch_lines(
+        ["projected: 1,000,000 rollouts x 150 steps, the default (not every rollout is a*"]
+    )
 
 
 def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):

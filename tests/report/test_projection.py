@@ -134,6 +134,19 @@ def test_scale_parses(text, rollouts, steps):
     assert (scale.rollouts, scale.steps, scale.think_time_s) == (rollouts, steps, 2)
 
 
+def test_steps_not_given_may_be_the_replays_mean_length_and_only_then():
+    unset = Scale.parse(None)
+    assert (unset.rollouts, unset.steps, unset.steps_source) == (1_000_000, 150, "default")
+    replays = unset.with_replay_steps([3, 35, 35], others=0)
+    assert (replays.steps, replays.steps_source) == (24, "replays")
+    mixed = unset.with_replay_steps([35], others=1)
+    assert (mixed.steps, mixed.steps_source) == (150, "mixed")
+    assert unset.with_replay_steps([], others=4) == unset  # no replay: the default, unsaid
+    given = Scale.parse("1000x150")
+    assert given.steps_source == "option" and given.with_replay_steps([35], 0) == given
+    assert Scale.parse("1000").steps_source == "workloads"
+
+
 @pytest.mark.parametrize(
     "text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5", "1e400x150", "nanx1"]
 )
