@@ -35,7 +35,6 @@ table.facts td { text-align: left; white-space: normal; overflow-wrap: anywhere;
 .worst { background: #fbe7e7; color: #8b1a1a; }
 .change { display: block; font-size: 0.8em; color: var(--muted); font-weight: normal; }
 .credible { color: #b00020; font-weight: 600; }
-.noise { color: #666; }
 .card-name { display: none; }
 .swatch { display: inline-block; width: 0.7em; height: 0.7em; margin: 0 6px 0 4px; }
 .place { color: var(--muted); }
