@@ -83,8 +83,11 @@ def render(
     sections.append(("machine", "Machine and commit", _machine(report)))
     sections = [section for section in sections if section[2]]
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
-    lead = " ".join([e(str(report.get("created", ""))), "&middot;", *map(e, summary.header)])
-    decision = " ".join(map(e, summary.decision))
+    decision = "".join(f'<p class="decision">{e(line)}</p>\n' for line in summary.decision)
+    lead = "".join(
+        f'<p class="lead">{e(line)}</p>\n'
+        for line in [str(report.get("created", "")), *summary.header]
+    )
     body = "\n".join(f'<section id="{anchor}">\n<h2>{name}</h2>\n{content}\n</section>'
                      for anchor, name, content in sections)  # fmt: skip
     return (
@@ -92,8 +95,8 @@ def render(
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-        f'<h1>{e(title)}</h1>\n<p class="decision">{decision}</p>\n<p class="lead">{lead}</p>\n'
-        f"{_verdict(verdict, baseline_label)}\n<nav>{nav}</nav>\n"
+        f"<h1>{e(title)}</h1>\n{decision}{lead}{_verdict(verdict, baseline_label)}\n"
+        f"<nav>{nav}</nav>\n"
         f"{body}\n</main>\n</body>\n</html>\n"
     )
 
@@ -157,14 +160,15 @@ def _leaderboard(
     outcomes: Sequence[Any],
 ) -> str:
     key = (
-        "Ranked by projected worker-hours, cheapest first. Each column has one unit; "
-        '<span class="best">best</span> and <span class="worst">worst</span> are marked.'
+        "Ranked by projected worker-hours, cheapest first. Each column has one unit; its "
+        '<span class="best">best</span> and <span class="worst">worst</span> figures as shown '
+        "are marked (equal figures alike)."
     )
     if baseline is not None:
         key += (
-            ' Under each figure its change from the baseline: <span class="credible">credible'
-            '</span> where a check found a credible slowdown, <span class="noise">noise</span>'
-            " where it crossed the threshold by a change inside the noise."
+            " Under each figure its change from the baseline, a share's in percentage points "
+            '(pp), none where nothing changed; <span class="credible">credible</span> where a '
+            "check found a credible slowdown. A change inside the noise is not marked."
         )
     qualifiers = [*summary.dollars, *summary.warnings, *summary.notes, *summary.caveats]
     ranked = [name for name, _ in summary.rows]
@@ -332,18 +336,28 @@ def _gate(
     for name in now:
         if name in before:
             headers = (name, "baseline", "now", "change", "change %", "n base/now")
-            parts.append(table(headers, table_rows(before[name], now[name]), css="cards compare"))
+            rows = [  # a card on a phone names its substrate, as the column's header does
+                [f'<span class="card-name">{e(name)} </span>{e(first)}', *map(e, rest)]
+                for first, *rest in table_rows(before[name], now[name])
+            ]
+            parts.append(table(headers, rows, css="cards compare", raw=True))
     return "".join(parts)
 
 
 def _machine(report: dict) -> str:
     machine = dict(report.get("machine") or {})
     commit = report.get("commit") or {}
-    rows = [[key, str(value)] for key, value in machine.items()]
+    unknown = {"ci": "not in CI"}  # what a missing fact means, where it means something
+    rows = [
+        [key, str(value) if value is not None else unknown[key]]
+        for key, value in machine.items()
+        if value is not None or key in unknown
+    ]
     if commit:
         sha = str(commit.get("sha", ""))
         rows.append(["commit", sha + (" (dirty)" if commit.get("dirty") else "")])
-        rows.append(["branch", str(commit.get("branch", ""))])
+        if commit.get("branch"):
+            rows.append(["branch", str(commit["branch"])])
     else:
         rows.append(["commit", "not a git checkout"])
     rows.append(["plugin version", str(report.get("plugin_version", ""))])

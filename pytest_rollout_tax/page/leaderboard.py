@@ -126,7 +126,7 @@ def board(
         for column, values, unit in columns:
             value = column.figure(entry)
             text = _show(column, value, unit, cheapest)
-            mark = _mark(column, value, values)
+            mark = _mark(column, value, values, unit, cheapest)
             if baseline is not None and column.kind != "ratio":
                 text += _change(column, name, value, old, scale, judged)
             row.append((text, mark))
@@ -150,13 +150,25 @@ def _show(
     return share(value) if column.lower_is_better else f"{value:.0%}"
 
 
-def _mark(column: Column, value: float | None, values: Sequence[float]) -> str:
-    """``best`` or ``worst`` when the column's values differ, else nothing."""
-    if value is None or len(set(values)) < 2:
+def _mark(
+    column: Column,
+    value: float | None,
+    values: Sequence[float],
+    unit: tuple[str, float] | None,
+    cheapest: float | None,
+) -> str:
+    """``best`` or ``worst``, by the figure as shown: every value that shows as the best (or
+    worst) gets its mark, and a column whose values all show alike marks nothing."""
+    if value is None or not values:
         return ""
     best, worst = (min(values), max(values)) if column.lower_is_better else (
         max(values), min(values))  # fmt: skip
-    return "best" if value == best else "worst" if value == worst else ""
+    shown, best_shown, worst_shown = (
+        _show(column, v, unit, cheapest) for v in (value, best, worst)
+    )
+    if best_shown == worst_shown:
+        return ""
+    return "best" if shown == best_shown else "worst" if shown == worst_shown else ""
 
 
 def _change(
@@ -167,17 +179,25 @@ def _change(
     scale: Scale,
     judged: Mapping[tuple[str, str, str], Outcome],
 ) -> str:
-    """The figure's change against the baseline, as the gate judged it where a check did."""
+    """The figure's change against the baseline (a share's in percentage points), marked only
+    where a check found it a credible slowdown; nothing where nothing changed as shown."""
     if old is None:
         return '<span class="change">no baseline</span>'
     before = column.rescaled(old, scale) if column.rescaled else column.figure(old)
     outcome = judged.get((name, *column.check)) if column.check else None
-    text = percent(before, value)
+    text = points(before, value) if column.kind == "share" else percent(before, value)
     if outcome is not None and outcome.status == "failed":
         return f'<span class="change credible" title="{e(outcome.line())}">{text} credible</span>'
-    if outcome is not None and outcome.status == "noise":
-        return f'<span class="change noise" title="{e(outcome.line())}">{text} noise</span>'
+    if text.lstrip("+-") in ("0.0%", "0.0 pp"):
+        return ""
     return f'<span class="change">{text}</span>'
+
+
+def points(before: float | None, after: float | None) -> str:
+    """The change of a share in percentage points: ``+8.9 pp``."""
+    if before is None or after is None:
+        return "-"
+    return f"{(after - before) * 100:+.1f} pp"
 
 
 def verdict_line(outcomes: Sequence[Outcome]) -> tuple[str, str]:

@@ -44,11 +44,12 @@ PART_COLORS = {
 PART_HATCHES = {
     "cold_start": "///", "overhead": "\\\\\\", "teardown": "xx", "idle": "..", "isolation": "++",
 }  # fmt: skip
-#: Cold-start phases: shades of grey, darker first, fixed per phase name (others hashed).
-PHASE_PALETTE = ("#3d3d3d", "#6e6e6e", "#9a9a9a", "#c4c4c4", "#e2e2e2", "#565656", "#848484")
-KNOWN_PHASES = ("requested", "create", "created", "start", "running", "ssh_ready", "session",
-                "first_exec", "pull", "workdir", "prepare", "restore", "template",
-                "checkpoint")  # fmt: skip
+#: Cold-start phases: the Okabe-Ito palette, told apart under colour-vision deficiency, taken
+#: in the order the phases happen on the chart (its legend names them). Its first five are the
+#: ones far from every substrate colour; black is left out. Past seven, the colours repeat
+#: hatched.
+PHASE_PALETTE = ("#e69f00", "#56b4e9", "#009e73", "#f0e442", "#cc79a7", "#0072b2", "#d55e00")
+PHASE_HATCHES = ("", "///", "xx")
 _STYLE = {
     "svg.fonttype": "none",  # text stays text: smaller, selectable, no embedded glyphs
     "svg.hashsalt": "rollout-tax",  # stable ids: the same report gives the same page
@@ -86,9 +87,10 @@ def colors(names: Sequence[str]) -> dict[str, str]:
     return {name: _fixed(name, KNOWN_SUBSTRATES, SUBSTRATE_PALETTE) for name in names}
 
 
-def phase_color(phase: str) -> str:
-    """A cold-start phase's colour, the same on every page."""
-    return _fixed(phase, KNOWN_PHASES, PHASE_PALETTE)
+def phase_style(index: int) -> tuple[str, str]:
+    """The colour and hatch of a chart's ``index``-th cold-start phase."""
+    turn, place = divmod(index, len(PHASE_PALETTE))
+    return PHASE_PALETTE[place], PHASE_HATCHES[turn % len(PHASE_HATCHES)]
 
 
 def _fixed(name: str, known: Sequence[str], palette: Sequence[str]) -> str:
@@ -167,7 +169,8 @@ def time_axis(axis: Any, values: Sequence[float]) -> str:
 
 def phases(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
     """Mean cold-start phases as one stacked horizontal bar per substrate (in ``entries``'
-    order), each phase in its own grey, each bar labelled with its total."""
+    order), each phase in its own colour (named in the legend), each bar labelled with its
+    total."""
     rows = {name: e.get("phases") or {} for name, e in entries.items() if e.get("phases")}
     if not rows:
         return None
@@ -176,7 +179,7 @@ def phases(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
     labels = list(rows)
     stacks = {p: [(rows[n].get(p) or {}).get("mean", 0.0) for n in labels] for p in names}
     return _stacked_bars(
-        title, labels, [(p, stacks[p], phase_color(p), "") for p in names], _seconds
+        title, labels, [(p, stacks[p], *phase_style(i)) for i, p in enumerate(names)], _seconds
     )
 
 

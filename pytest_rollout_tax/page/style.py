@@ -10,7 +10,8 @@ main { max-width: 1000px; margin: 0 auto; padding: 12px 12px 40px; }
 h1 { font-size: 1.4em; margin: 0.4em 0 0.2em; overflow-wrap: anywhere; }
 h2 { font-size: 1.15em; margin: 1.4em 0 0.4em; border-bottom: 1px solid var(--line); }
 p.lead, figcaption, .muted, .key { color: var(--muted); }
-p.decision { font-size: 1.05em; font-weight: 600; margin: 0.2em 0 0.4em; }
+p.decision { font-size: 1.05em; font-weight: 600; margin: 0.2em 0; overflow-wrap: anywhere; }
+p.lead { margin: 0.1em 0; overflow-wrap: anywhere; }
 .key { font-size: 0.85em; }
 nav { margin: 0.4em 0; }
 nav a { margin-right: 0.8em; white-space: nowrap; }
@@ -34,7 +35,7 @@ table.facts td { text-align: left; white-space: normal; overflow-wrap: anywhere;
 .worst { background: #fbe7e7; color: #8b1a1a; }
 .change { display: block; font-size: 0.8em; color: var(--muted); font-weight: normal; }
 .credible { color: #b00020; font-weight: 600; }
-.noise { color: #666; }
+.card-name { display: none; }
 .swatch { display: inline-block; width: 0.7em; height: 0.7em; margin: 0 6px 0 4px; }
 .place { color: var(--muted); }
 ul.notes { padding-left: 1.2em; font-size: 0.9em; }
@@ -55,6 +56,7 @@ pre { background: #f6f6f6; padding: 8px; font-size: 0.8em; white-space: pre-wrap
   table.cards td:first-child { display: block; font-weight: 600; }
   table.cards td:first-child::before { content: none; }
   table.board td:first-child { display: inline-block; min-width: 9em; }
+  table.compare .card-name { display: inline; }
 }
 """
 

@@ -18,14 +18,16 @@ from support.reports import build_report, rollout
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
-from pytest_rollout_tax.gate.compare import Check, compare_reports
+from pytest_rollout_tax.gate.compare import Check, compare_reports, table_rows
 from pytest_rollout_tax.page import html as html_report
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
-from pytest_rollout_tax.report.build import Fleet, summarize
+from pytest_rollout_tax.report.build import Fleet, scale_of, summarize
 from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.sides import sides
 from pytest_rollout_tax.summary.lines import few_samples_lines, ranked_names
 from pytest_rollout_tax.summary.sections import burst_line, fleet_lines, shares_line
+from pytest_rollout_tax.summary.sections import summarize as summarize_lines
 from pytest_rollout_tax.summary.variants import comparison_lines
 from pytest_rollout_tax.summary.verdicts import judge_of
 
@@ -199,7 +201,7 @@ def test_a_regression_is_the_first_thing_said(tmp_path: Path) -> None:
     assert "stroke-dasharray" in page  # the baseline's curves are dashed
 
 
-def test_a_change_inside_the_noise_is_said_to_be_one_not_a_failure() -> None:
+def test_a_change_inside_the_noise_is_said_to_be_one_and_not_marked() -> None:
     baseline, now = run(DOCKER, seed="same"), run(DOCKER, factor=1.03, seed="same")
     verdict = compare_reports(baseline, now, [Check.parse("cold_start.p50:1%")],
                               baseline_label="main")  # fmt: skip
@@ -209,7 +211,8 @@ def test_a_change_inside_the_noise_is_said_to_be_one_not_a_failure() -> None:
         "Gate passed: 1 crossed the threshold by a change inside the noise, not a failure: "
         "docker cold_start.p50 +"
     ) in page
-    assert page.count('class="change noise"') == 1 and 'class="change credible"' not in page
+    assert 'class="change noise"' not in page and 'class="change credible"' not in page
+    assert "noise</span>" not in page  # a change inside the noise is not marked on the board
 
 
 def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> None:
@@ -307,3 +310,50 @@ def test_ten_thousand_rollouts_make_a_page_under_3_mb(tmp_path: Path) -> None:
     size = path.stat().st_size
     assert size < 3_000_000, size
     print(f"10,000 rollouts x 150 steps with a baseline: {size / 1e6:.2f} MB")
+
+
+def test_on_a_phone_each_comparison_card_names_its_substrate_and_figure(tmp_path: Path) -> None:
+    report, baseline, verdict = regressed()
+    _page, shown = render(report, tmp_path, PHONE, baseline=baseline, verdict=verdict)
+    cards = [card["text"] for card in shown.cards if "compare" in card["css"]]
+    now = sides(report, scale_of(report))
+    figures = [row[0] for row in table_rows(now["docker"], now["docker"])]
+    assert len(cards) == 2 * len(figures)
+    named = [f"{name} {figure}" for name in now for figure in figures]
+    assert [card.splitlines()[0] for card in cards] == named
+
+
+def test_on_a_wide_screen_the_comparison_names_its_substrate_once_in_the_header(
+    tmp_path: Path,
+) -> None:
+    report, baseline, verdict = regressed()
+    _page, shown = render(report, tmp_path, 1000, baseline=baseline, verdict=verdict)
+    rows = [row["text"] for row in shown.cards if "compare" in row["css"]]
+    assert rows and not [row for row in rows if row.startswith(("docker", "local"))]
+
+
+def test_each_line_of_the_decision_and_the_header_is_its_own_paragraph() -> None:
+    report = run(LOCAL, DOCKER, SESSION, ("e2b", 0.5, 0.02))
+    summary = summarize_lines(report)
+    assert len(summary.decision) == 2 and summary.decision[1].startswith("ranking by")
+    assert len(summary.header) == 2 and summary.header[1].startswith("think time")
+    page = html_report.render(report)
+    assert re.findall(r'<p class="decision">([^<]*)</p>', page) == [
+        html_report.e(line) for line in summary.decision
+    ]
+    assert re.findall(r'<p class="lead">([^<]*)</p>', page) == [
+        html_report.e(line) for line in [report["created"], *summary.header]
+    ]
+
+
+def test_the_machine_and_commit_never_say_none() -> None:
+    report = local_only()
+    report["machine"] = {**report["machine"], "ci": None}
+    report["commit"] = {**report["commit"], "branch": None}
+    machine = html_report.render(report).split('<section id="machine">')[1]
+    assert "None" not in machine
+    assert '<td data-label="fact">ci</td><td data-label="value">not in CI</td>' in machine
+    assert "branch" not in machine  # a detached head has none
+    report["machine"]["ci"] = "github-actions"
+    machine = html_report.render(report).split('<section id="machine">')[1]
+    assert '<td data-label="value">github-actions</td>' in machine

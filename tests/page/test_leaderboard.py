@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from support.reports import report, rollouts
+from support.reports import report, rollout, rollouts
 
 from pytest_rollout_tax.page import leaderboard
 from pytest_rollout_tax.summary.lines import ranked_names
@@ -47,3 +47,43 @@ def test_each_column_marks_its_best_and_worst() -> None:
     assert 'data-label="vs cheapest" class="best">1.00x' in rows[0]
     assert 'data-label="success" class=' not in page  # all 100%: nothing to mark
     assert 'data-label="cold start p50 (ms)" class="best">1</td>' in rows[0]  # 1ms, in ms
+
+
+def steady(substrate: str, cold: float) -> list:
+    """Six rollouts of fixed steps whose cold start is ``cold``: the tax share moves with it."""
+    return [rollout(substrate, cold * (1 + i / 100), step=0.01) for i in range(6)]
+
+
+def cells(page: str, column: str) -> list[str]:
+    return re.findall(rf'<td data-label="{re.escape(column)}"[^>]*>(.*?)</td>', page)
+
+
+def test_a_shares_change_is_in_percentage_points() -> None:
+    before, now = report(steady("a", 0.5)), report(steady("a", 2.0))
+    page = leaderboard.board(now, ["a"], palette={}, baseline=before)
+    shares = [leaderboard._tax_share(r["substrates"]["a"]) for r in (before, now)]
+    points = (shares[1] - shares[0]) * 100
+    assert points > 1
+    (cell,) = cells(page, "tax share")
+    assert cell.endswith(f'<span class="change">+{points:.1f} pp</span>'), cell
+
+
+def test_no_change_is_shown_where_nothing_changed() -> None:
+    found = three()
+    page = leaderboard.board(found, ranked_names(found), palette={}, baseline=found)
+    assert "change" not in page  # no +0.0% anywhere, success 100% included
+    moved = report(steady("a", 0.5)), report(steady("a", 2.0))
+    page = leaderboard.board(moved[1], ["a"], palette={}, baseline=moved[0])
+    assert cells(page, "success") == ["100%"]  # 100% then and now: nothing to say
+    assert '<span class="change">+' in cells(page, "cold start p50 (s)")[0]
+
+
+def test_figures_that_show_alike_get_the_same_mark() -> None:
+    """1.000s and 1.0004s both show as 1 (s) and 1.00x: both are the best, not one of them."""
+    found = report(rollouts("a", [1.0] * 6), rollouts("b", [1.0004] * 6),
+                   rollouts("c", [2.0] * 6))  # fmt: skip
+    page = leaderboard.board(found, ranked_names(found), palette={})
+    for column in ("cold start p50 (s)", "cold start p95 (s)", "vs cheapest"):
+        marks = re.findall(rf'data-label="{re.escape(column)}"( class="\w+")?>([^<]*)', page)
+        assert marks[0] == marks[1] and marks[0][0] == ' class="best"', (column, marks)
+        assert marks[2][0] == ' class="worst"', (column, marks)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from support import colour_vision
 
 from pytest_rollout_tax.page import plots
 
@@ -80,3 +81,35 @@ def test_without_matplotlib_the_error_names_the_extra(no_matplotlib) -> None:
     assert str(info.value) == (
         "the HTML report needs matplotlib: pip install 'pytest-rollout-tax[html]'"
     )
+
+
+PHASES = ("requested", "create", "pull", "start", "first_exec")
+
+
+def test_five_cold_start_phases_are_five_colours_told_apart_under_colour_blindness() -> None:
+    """Not greys: each phase its own hue, apart (delta E 15 or more) in normal vision and under
+    protanopia, deuteranopia and tritanopia, and named in the legend."""
+    svg = plots.phases({
+        "docker": {"phases": {p: {"mean": 0.05 * (i + 1)} for i, p in enumerate(PHASES)}},
+        "local": {"phases": {"create": {"mean": 0.002}}},
+    })  # fmt: skip
+    fills = list(dict.fromkeys(re.findall(r"fill: (#[0-9a-f]{6})", svg)))
+    drawn = [c for c in fills if c in plots.PHASE_PALETTE]
+    assert len(drawn) == 5, fills
+    for color in drawn:
+        assert colour_vision.chroma(color) > 30, color  # a hue, not a grey
+    for vision in colour_vision.VISIONS:
+        for i, a in enumerate(drawn):
+            for b in drawn[i + 1 :]:
+                assert colour_vision.distance(a, b, vision) >= 15, (vision, a, b)
+    legend = texts(svg)
+    assert all(phase in legend for phase in PHASES), legend
+
+
+def test_every_phase_colour_stays_apart_and_more_phases_than_colours_are_hatched() -> None:
+    palette = plots.PHASE_PALETTE
+    for vision in colour_vision.VISIONS:
+        for i, a in enumerate(palette):
+            assert all(colour_vision.distance(a, b, vision) >= 15 for b in palette[i + 1 :])
+    styles = [plots.phase_style(i) for i in range(len(palette) * 2)]
+    assert len(set(styles)) == len(styles)  # the eighth phase is the first colour, hatched

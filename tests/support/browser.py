@@ -3,8 +3,9 @@
 ``open_page`` loads the page, untouched (it has no script), in a frame of the width asked for
 (so a phone's 400 px works, though headless Chromium's window is 500 px at the least) inside a
 probe page whose script measures, once everything has laid out, every ``<svg>`` (its size, its
-marks, its smallest text in CSS px, its text), every table, where the sections and the verdict
-are, and the leaderboard's cells. It returns the measurements with every console message.
+marks, its smallest text in CSS px, its text), every table, the text each row of a card table
+shows, where the sections and the verdict are, and the leaderboard's cells. It returns the
+measurements with every console message.
 """
 
 from __future__ import annotations
@@ -57,6 +58,9 @@ window.addEventListener("load", function () {
       return {css: t.className, right: box(t).right, scrollWidth: t.scrollWidth,
               clientWidth: t.clientWidth, containerWidth: t.parentElement.clientWidth};
     }),
+    cards: all("table.cards tbody tr").map(function (row) {
+      return {css: row.closest("table").className, text: row.innerText};
+    }),
     board: all("table.board tbody tr").map(function (row) {
       return {name: row.cells[0].textContent, nameBox: box(row.cells[0]),
               hoursBox: box(row.cells[1]), hours: row.cells[1].textContent};
@@ -79,6 +83,8 @@ class Rendered:
     verdict: dict | None
     svgs: list[dict]
     tables: list[dict]
+    #: Every row of a ``cards`` table: its table's class and the text it shows.
+    cards: list[dict]
     #: The leaderboard's rows: name, worker-hours, and both cells' boxes.
     board: list[dict]
     console: list[str]
@@ -120,6 +126,7 @@ def open_page(page: Path, width: int = 1000, height: int = 2000) -> Rendered:
         verdict=probed["verdict"],
         svgs=probed["svgs"],
         tables=probed["tables"],
+        cards=probed["cards"],
         board=probed["board"],
         console=_CONSOLE.findall(result.stderr),
     )
