@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_rollout_tax.core.limits import LIMITS, file_number
-from pytest_rollout_tax.errors import SavedRunError
+from pytest_rollout_tax.errors import SavedRunError, TrajectoryError
 from pytest_rollout_tax.gate.storage import load as load_run
+from pytest_rollout_tax.replay.load import load as load_trajectories
 
 DOC = Path(__file__).parents[2] / "docs" / "limits.md"
 
@@ -74,6 +75,10 @@ def test_a_number_in_a_file_is_bounded(tmp_path, text):
     saved.write_text(f'{{"schema": "rollout-tax/2", "x": {text}}}')
     with pytest.raises(SavedRunError, match="expected a finite number"):
         load_run(saved)
+    trajectory = tmp_path / "run.jsonl"
+    trajectory.write_text(f'{{"cmd": "ls", "think_s": {text}}}\n')
+    with pytest.raises(TrajectoryError, match="expected a finite number"):
+        load_trajectories(trajectory)
 
 
 def test_the_modules_own_ceilings_are_the_tables():

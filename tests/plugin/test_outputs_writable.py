@@ -25,7 +25,12 @@ def test_a_writable_place_is_left_as_it_was(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "option", ["--rollout-json=/proc/rollout-tax.json", "--rollout-storage=/proc/runs"]
+    "option",
+    [
+        "--rollout-json=/proc/rollout-tax.json",
+        "--rollout-html=/proc/rollout-tax.html",
+        "--rollout-storage=/proc/runs",
+    ],
 )
 def test_an_unwritable_output_is_a_usage_error_at_start(pytester, option):
     pytester.makepyfile(test_x=WORKLOAD)

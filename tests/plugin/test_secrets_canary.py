@@ -1,4 +1,4 @@
-"""Canaries: a secret handed to the plugin (an ``exec(env=)`` value, a ``local.env`` value,
+"""Canaries: a secret handed to the plugin (an ``exec(env=)`` value, a substrate's ``env`` value,
 a secret a ``prepare`` step was given) reaches no output: not the terminal, the JSON report,
 the HTML page, the saved run, nor pytest's own output of a test that raised nothing holding it.
 Each secret sits where a cut would keep a part of it, were it cut before redaction."""
@@ -6,6 +6,9 @@ Each secret sits where a cut would keep a part of it, were it cut before redacti
 from __future__ import annotations
 
 import pytest
+
+# the page's plots; imported once here, as pytester restores sys.modules after each test
+pytest.importorskip("matplotlib")
 
 STEP_SECRET = "canary-step-3f9a2c71d0"
 OPTION_SECRET = "canary-option-8b41e6"
@@ -47,13 +50,14 @@ def test_step_times_out(sandbox):
 """
 
 
-def test_no_secret_in_any_output(pytester):
-    pytest.importorskip("matplotlib")
+@pytest.mark.parametrize("substrate", ["local", "docker"])
+def test_no_secret_in_any_output(pytester, substrate):
     pytester.makepyfile(test_canary=SUITE)
     result = pytester.runpytest_subprocess(
         "--tb=long",
         "--rollout-probes=0",
-        f"--substrate-opt=local.env=OPTION_TOKEN={OPTION_SECRET}",
+        f"--substrate={substrate}",
+        f"--substrate-opt={substrate}.env=OPTION_TOKEN={OPTION_SECRET}",
         "--rollout-json=report.json",
         "--rollout-html=report.html",
         "--rollout-save=canary",
