@@ -34,24 +34,19 @@ def rate_for(kind: str, resources_: Resources, price: PriceOptions) -> Rate | No
     }
     if all(prices[key] is None for key in ("vcpu_hour", "gib_hour", "instance_hour")):
         return None
+    vcpus, gib = given.get("vcpus", resources_.vcpus), given.get("gib", resources_.gib)
+    if prices["instance_hour"] is None and vcpus is None and gib is None:
+        return None  # priced by size, and the size is unknown: no price, never $0
     yours = any(key in given for key in PRICE_KEYS)
     return Rate(
         **{key: value or 0.0 for key, value in prices.items()},
-        vcpus=given.get("vcpus", resources_.vcpus) or 0.0,
-        gib=given.get("gib", resources_.gib) or 0.0,
+        vcpus=vcpus or 0.0,
+        gib=gib or 0.0,
         share=given.get("share", resources_.share),
         instance_type=resources_.instance_type,
         source=USER_SOURCE if yours else listed.get("source", USER_SOURCE),
         as_of=None if yours else listed.get("as_of"),
         billing=listed.get("billing", ""),
-    )
-
-
-def how_to_set(name: str) -> str:
-    """The line a row without a price shows."""
-    return (
-        f"{name}: no price; set the machine's with --substrate-opt {name}.price.instance_hour=D "
-        f"(dollars per hour; {name}.price.share=K sandboxes per machine)"
     )
 
 

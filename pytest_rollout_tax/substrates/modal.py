@@ -28,6 +28,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.price import Resources
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
@@ -63,6 +64,9 @@ LABEL_PREFIX = "rollout-tax.io/"
 #: Modal's published default limit on sandbox creations per workspace.
 PUBLISHED_CREATES_PER_S = 5.0
 DEFAULT_SERVER_URL = "https://api.modal.com"
+#: Modal's default request: 0.125 physical cores, 128 MiB (modal.com/docs/guide/resources).
+DEFAULT_CORES = 0.125
+DEFAULT_MIB = 128
 #: Libraries under the SDK's gRPC that log every HTTP/2 header, the token's, at DEBUG.
 HEADER_LOGGERS = ("hpack", "h2")
 #: A wait for the pacer longer than this is its own phase (``pace``), not counted.
@@ -306,6 +310,13 @@ class ModalSubstrate(Substrate):
         except Exception as exc:
             raise self.error(exc, "listing sandboxes") from None
         return found
+
+    @property
+    def resources(self) -> Resources:
+        """The request Modal bills at least (it bills ``max(request, use)``): ``cpu`` physical
+        cores, 2 vCPU each, and ``memory`` MiB; unset, Modal's default request."""
+        cores = self.options.cpu or DEFAULT_CORES
+        return Resources(vcpus=2 * cores, gib=(self.options.memory or DEFAULT_MIB) / 1024)
 
     @property
     def endpoint(self) -> str:

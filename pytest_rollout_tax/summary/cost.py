@@ -30,7 +30,8 @@ def cost_lines(report: dict, names: list[str], today: date | None = None) -> lis
     if unpriced and len(unpriced) < len(names):
         lines.append(
             f"dollars: no price for {', '.join(unpriced)}; set one with --substrate-opt "
-            "NAME.price.instance_hour=D (the machine's dollars per hour; docs/measurement.md)"
+            "NAME.price.instance_hour=D (the machine's dollars per hour), or the sandbox's size "
+            "NAME.price.vcpus=N and NAME.price.gib=G (docs/measurement.md#dollars)"
         )
     return lines
 

@@ -82,3 +82,38 @@ def test_the_prices_command_prints_the_sheet_in_use(capsys):
     for kind, entry in sheet().items():
         assert f"{kind}: {entry['billing']}; {entry['source']}" in out
     assert "c7i.large 0.08925" in out and "NAME.price.instance_hour=D" in out
+
+
+def test_a_price_by_size_without_a_known_size_is_no_price_never_zero_dollars():
+    assert rate_for("daytona", Resources(), PriceOptions()) is None
+    assert rate_for("k8s", Resources(), PriceOptions()) is None  # no requests set
+    given = rate_for("daytona", Resources(), PriceOptions(vcpus=2, gib=4))
+    assert given.sandbox_hour == pytest.approx(2 * 0.0504 + 4 * 0.0162)
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "vcpus", "gib"),
+    [
+        ("daytona", {}, 1.0, 1.0),  # Daytona's default sandbox
+        ("daytona", {"image": "debian:12", "cpu": 2, "memory": 4}, 2, 4),
+        ("modal", {}, 0.25, 0.125),  # Modal's default request: 0.125 cores, 128 MiB
+        ("modal", {"cpu": 2.0, "memory": 4096}, 4.0, 4.0),  # a physical core is 2 vCPU
+        ("e2b", {}, 2.0, 0.5),
+    ],
+)
+def test_each_hosted_substrate_bills_its_own_size(monkeypatch, kind, options, vcpus, gib):
+    for variable in ("DAYTONA_API_KEY", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET", "E2B_API_KEY"):
+        monkeypatch.setenv(variable, "not-a-real-key")
+    substrate = get_substrate(kind, **options)
+    assert (substrate.resources.vcpus, substrate.resources.gib) == (vcpus, gib)
+    listed = sheet()[kind]
+    assert substrate.rate.sandbox_hour == pytest.approx(
+        vcpus * listed["vcpu_hour"] + gib * listed["gib_hour"]
+    )
+
+
+def test_a_daytona_snapshot_of_ones_own_has_no_known_size(monkeypatch):
+    monkeypatch.setenv("DAYTONA_API_KEY", "not-a-real-key")
+    assert get_substrate("daytona", snapshot="mine").rate is None
+    sized = get_substrate("daytona", snapshot="mine", price={"vcpus": 4, "gib": 8})
+    assert sized.rate.sandbox_hour == pytest.approx(4 * 0.0504 + 8 * 0.0162)

@@ -74,3 +74,15 @@ def test_a_stale_list_price_is_flagged():
     report = build_report([stale], Scale(), plugin_version="1", machine={}, commit=None)
     text = " ".join(render_summary(report, width=200))
     assert "e2b's list price was read on 2024-01-01, over 365 days ago" in text
+
+
+def test_a_substrate_without_a_price_is_named_with_how_to_price_it(pytester, docker_client):
+    pytester.makepyfile(test_one="def test_one(sandbox):\n    assert sandbox.exec('true').ok\n")
+    result = pytester.runpytest(
+        "--substrate=local,docker", "--substrate-opt=local.price.instance_hour=0.40"
+    )
+    assert result.ret == 0, result.stdout.str()
+    text = result.stdout.str().replace("\n    ", " ")
+    assert "local dollars: $" in text and "docker dollars" not in text
+    assert "dollars: no price for docker; set one with --substrate-opt " in text
+    assert "NAME.price.vcpus=N and NAME.price.gib=G" in text

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from ...core.price import Resources as Billed
 from ...core.record import PhaseClock
 from ...core.substrate import SESSION_LABEL, Substrate
 from ...core.transport import Transport, one_line
@@ -45,6 +46,10 @@ from .sdk import (
     SDKSandbox,
 )
 from .steps import DaytonaExec, DaytonaSession
+
+#: Daytona's default sandbox: "1 vCPU, 1GB RAM, and 3GiB disk" (daytona.io/docs/en/sandboxes).
+DEFAULT_VCPUS = 1.0
+DEFAULT_GIB = 1.0
 
 
 class DaytonaSubstrate(Substrate):
@@ -206,6 +211,16 @@ class DaytonaSubstrate(Substrate):
             return [sandbox.id for sandbox in self._listed(client, session_id)]
         except Exception as exc:
             raise self.error(exc, "listing sandboxes") from None
+
+    @property
+    def resources(self) -> Billed:
+        """A sandbox made from ``image`` is billed for its ``cpu`` and ``memory``; one from the
+        organisation's default snapshot for Daytona's default size (1 vCPU, 1 GiB). A snapshot
+        of the user's own carries its own size: ``price.vcpus`` and ``price.gib`` say it."""
+        o = self.options
+        if o.snapshot is not None:
+            return Billed()
+        return Billed(vcpus=o.cpu or DEFAULT_VCPUS, gib=o.memory or DEFAULT_GIB)
 
     @property
     def endpoint(self) -> str:
