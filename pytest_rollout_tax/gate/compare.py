@@ -26,11 +26,15 @@ from ..report.noise import Evidence, evidence
 from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
 from ..report.units import dollars, hours, percent, seconds, value
+from ..report.width import MIN_WIDTH, terminal_width, wrap
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
 METRICS = (*SAMPLE_METRICS, *PROJECTED)
 STATS = STAT_NAMES
+#: What a sample of each metric is: the comparison table's counts say it in place.
+SAMPLE_NOUNS = {"cold_start": "rollouts", "action": "probes", "step": "steps",
+                "teardown": "rollouts", "trajectory": "rollouts"}  # fmt: skip
 #: Rows of the comparison table.
 TABLE_ROWS = [(m, s) for m in ("cold_start", "action", "step", "teardown") for s in ("p50", "p95")]
 REGRESSION_HEADING = "rollout tax regression"
@@ -218,9 +222,12 @@ def heading(title: str, width: int = 80) -> str:
 
 
 def run_label(report: dict) -> str:
-    """How the comparison names the current run: ``this run (<created>, <sha12>)``."""
-    sha = (report.get("commit") or {}).get("sha")
-    return f"this run ({report.get('created', '?')}{', ' + sha[:12] if sha else ''})"
+    """How the comparison names the current run: ``this run (<created>, <sha12>)``, or
+    ``<sha12>-dirty`` with uncommitted changes, as the saved run's label says."""
+    commit = report.get("commit") or {}
+    sha = commit.get("sha")
+    label = sha[:12] + ("-dirty" if commit.get("dirty") else "") if sha else ""
+    return f"this run ({report.get('created', '?')}{', ' + label if label else ''})"
 
 
 # -- comparing two runs -------------------------------------------------------------------------
@@ -238,13 +245,15 @@ class Verdict:
     saved: tuple[Path, ...] = ()
     #: Every check's outcome on every common substrate (what the HTML page marks).
     outcomes: tuple[Outcome, ...] = ()
+    #: The width every line fits (the terminal's).
+    width: int = MIN_WIDTH
 
     @property
     def lines(self) -> list[str]:
         """Every line, the regression section under its own heading line."""
         if not self.regression:
             return list(self.summary)
-        return [*self.summary, heading(REGRESSION_HEADING), *self.regression]
+        return [*self.summary, heading(REGRESSION_HEADING, self.width), *self.regression]
 
     @property
     def exit_status(self) -> int:
@@ -258,54 +267,85 @@ def compare_reports(
     *,
     baseline_label: str = "?",
     current_label: str = "this run",
+    width: int | None = None,
 ) -> Verdict:
-    """The comparison table of every common substrate, and the verdict of every check on it."""
+    """The comparison table of every common substrate, and the verdict of every check on it;
+    no line wider than ``width`` (None: the terminal's)."""
+    width = width or terminal_width()
     scale = scale_of(current)
     before, after = sides(baseline, scale), sides(current, scale)
     common = [name for name in after if name in before]
-    lines = [
+    header = [
         f"baseline: {baseline_label}",
         f"now:      {current_label}",
         f"both runs' worker-hours projected for {scale.rollouts:,} rollouts x {scale.steps} "
         f"steps"
         + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
+        *notes(baseline, current),
     ]
-    lines += notes(baseline, current)
+    lines = fit(header, width)
     for name in common:
-        lines += table(name, before[name], after[name])
+        lines += table(name, before[name], after[name], width)
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
     if only_before:
-        lines.append(f"only in the baseline (not compared): {', '.join(only_before)}")
+        lines += wrap(f"only in the baseline (not compared): {', '.join(only_before)}", width)
     if only_after:
-        lines.append(f"only in this run (no baseline): {', '.join(only_after)}")
+        lines += wrap(f"only in this run (no baseline): {', '.join(only_after)}", width)
     checks = list(checks)
     if not checks:
-        return Verdict(lines)
+        return Verdict(lines, width=width)
     if not common:
-        lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
-        return Verdict(lines)
+        lines += wrap(
+            "rollout-tax: no substrate in common with the baseline: no check applied", width
+        )
+        return Verdict(lines, width=width)
     outcomes = judge(checks, before, after)
-    gate = gate_lines(outcomes)
+    gate = fit(gate_lines(outcomes), width)
     if any(o.status == "failed" for o in outcomes):
-        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes))
-    return Verdict(lines + gate, outcomes=tuple(outcomes))
+        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes), width=width)
+    return Verdict(lines + gate, outcomes=tuple(outcomes), width=width)
 
 
-def table(name: str, before: Side, after: Side) -> list[str]:
-    """The comparison table of one substrate (p50/p95 of each phase, then worker-hours)."""
-    headers = (name, "baseline", "now", "change", "change %", "n base/now")
+def fit(notes: Iterable[str], width: int) -> list[str]:
+    """``notes`` wrapped to ``width``, the continuation lines indented."""
+    return [line for note in notes for line in wrap(note, width)]
+
+
+def table(name: str, before: Side, after: Side, width: int = MIN_WIDTH) -> list[str]:
+    """The comparison table of one substrate (p50/p95 of each phase, then worker-hours).
+
+    Too wide for ``width``, it narrows a step at a time: a long substrate name moves to a line
+    of its own above the table, then the absolute change goes (the change in % stays).
+    """
     rows = table_rows(before, after)
-    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=("left",) + ("right",) * 5)
-    return ["", *text.splitlines()]
+    headers = [name, "baseline", "now", "change", "change %", "n base/now"]
+    lines = _tabulate(headers, rows)
+    if _widest(lines) > width:
+        headers[0] = "figure"
+        lines = [f"{name}:", *_tabulate(headers, rows)]
+    if _widest(lines) > width:
+        del headers[3]
+        lines = [f"{name}:", *_tabulate(headers, [row[:3] + row[4:] for row in rows])]
+    return ["", *lines]
+
+
+def _tabulate(headers: Sequence[str], rows: list[list[str]]) -> list[str]:
+    align = ("left",) + ("right",) * (len(headers) - 1)
+    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align).splitlines()
+
+
+def _widest(lines: Iterable[str]) -> int:
+    return max((len(line) for line in lines), default=0)
 
 
 def table_rows(before: Side, after: Side) -> list[list[str]]:
-    """The comparison table's rows: figure, baseline, now, change, change %, sample counts."""
+    """The comparison table's rows: figure, baseline, now, change, change %, and the sample
+    counts, each with what it counts (``6/6 rollouts``, ``30/30 probes``, ``480/480 steps``)."""
     rows = []
     for metric, stat in TABLE_ROWS:
         b, a = before.value(metric, stat), after.value(metric, stat)
-        counts = f"{_n(before, metric)}/{_n(after, metric)}"
+        counts = f"{_n(before, metric)}/{_n(after, metric)} {SAMPLE_NOUNS[metric]}"
         rows.append(
             [f"{metric} {stat}", value(metric, b), value(metric, a), change(metric, b, a),
              percent(b, a), counts]

@@ -23,6 +23,7 @@ from ..outputs import OUTPUT_ERROR
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.machine import commit_info, machine_info
+from ..report.width import MIN_WIDTH, terminal_width
 from ..summary import sections
 from ..summary.terminal import render, render_nothing_ran
 from . import xdist
@@ -112,7 +113,7 @@ class RolloutTaxSession:
         summary = sections.summarize(report)
         self.summary_lines = render(summary)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        verdict = self.gate.finish(for_saving(report), save=not interrupted)
+        verdict = self.gate.finish(for_saving(report), save=not interrupted, width=self._width())
         asked_to_save = (self.gate.save is not None) + bool(self.gate.autosave)
         if not interrupted and len(verdict.saved) < asked_to_save:
             self.write_failed = True  # the gate printed why
@@ -130,6 +131,11 @@ class RolloutTaxSession:
         if (failed or self.write_failed) and exitstatus == pytest.ExitCode.OK:
             return pytest.ExitCode.TESTS_FAILED
         return exitstatus
+
+    def _width(self) -> int:
+        """The width the gate's lines fit: pytest's terminal's, at least the summary's."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        return max(MIN_WIDTH, reporter._tw.fullwidth) if reporter else terminal_width()
 
     def display(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print the summary, and the regressions the gate found."""
