@@ -289,15 +289,15 @@ def compare_reports(
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
     if only_before:
-        lines += wrap(f"only in the baseline (not compared): {', '.join(only_before)}", width)
+        lines += fit([f"only in the baseline (not compared): {', '.join(only_before)}"], width)
     if only_after:
-        lines += wrap(f"only in this run (no baseline): {', '.join(only_after)}", width)
+        lines += fit([f"only in this run (no baseline): {', '.join(only_after)}"], width)
     checks = list(checks)
     if not checks:
         return Verdict(lines, width=width)
     if not common:
-        lines += wrap(
-            "rollout-tax: no substrate in common with the baseline: no check applied", width
+        lines += fit(
+            ["rollout-tax: no substrate in common with the baseline: no check applied"], width
         )
         return Verdict(lines, width=width)
     outcomes = judge(checks, before, after)
@@ -308,8 +308,9 @@ def compare_reports(
 
 
 def fit(notes: Iterable[str], width: int) -> list[str]:
-    """``notes`` wrapped to ``width``, the continuation lines indented."""
-    return [line for note in notes for line in wrap(note, width)]
+    """``notes`` wrapped to ``width``, the continuation lines indented; a path longer than a
+    line stays whole."""
+    return [line for note in notes for line in wrap(note, width, break_words=False)]
 
 
 def table(name: str, before: Side, after: Side, width: int = MIN_WIDTH) -> list[str]:

@@ -15,7 +15,7 @@ import pytest
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, fit, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
-from ..report.width import terminal_width, wrap
+from ..report.width import terminal_width
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Gate:
             verdict = Verdict([inert] if self.checks else [], width=width)
         elif self.baseline is None:
             missing = self.missing or "rollout-tax: no baseline: nothing to compare"
-            verdict = Verdict(wrap(missing, width), width=width)
+            verdict = Verdict(fit([missing], width), width=width)
         else:
             verdict = compare_reports(
                 self.baseline.report,

@@ -14,7 +14,14 @@ def terminal_width() -> int:
     return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
 
 
-def wrap(note: str, width: int) -> list[str]:
+def wrap(note: str, width: int, *, break_words: bool = True) -> list[str]:
     """A note as lines no wider than ``width``, the later ones indented; never broken at a
-    hyphen (substrate names have them)."""
-    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)
+    hyphen (substrate names have them). ``break_words=False`` keeps a word longer than the
+    line (a path) whole, on a line of its own."""
+    return textwrap.wrap(
+        note,
+        width=width,
+        subsequent_indent="    ",
+        break_on_hyphens=False,
+        break_long_words=break_words,
+    )
