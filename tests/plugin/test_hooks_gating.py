@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.cli import main as cli_main
 from pytest_rollout_tax.gate import history
@@ -86,7 +87,7 @@ def section(result: pytest.RunResult, title: str) -> list[str]:
         (i for i in range(start + 1, len(lines)) if re.fullmatch(r"=+ .* =+", lines[i])),
         len(lines),
     )
-    return lines[start + 1 : end]
+    return unwrapped(lines[start + 1 : end])
 
 
 def assert_usage_error(result: pytest.RunResult, *expected: str) -> None:
@@ -286,7 +287,7 @@ def test_missing_baseline_passes_with_a_warning(
 ) -> None:
     result = run(suite, option, "--rollout-compare-fail=cold_start.p95:1%", "--rollout-autosave")
     assert result.ret == 0
-    [line] = [line for line in result.outlines if line.startswith("rollout-tax: no ")]
+    [line] = [line for line in unwrapped(result.outlines) if line.startswith("rollout-tax: no ")]
     assert line.startswith(warning) and line.endswith("(this run is not failed)")
     assert "rollout tax regression" not in result.stdout.str()
     assert len(list((suite.path / STORE).iterdir())) == 1  # the first run still saves

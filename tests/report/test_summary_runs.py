@@ -136,7 +136,7 @@ def test_a_pool_is_compared_as_a_pool_and_a_transport_as_a_transport(suite_run):
     pool, docker = report["substrates"]["docker-pool"], report["substrates"]["docker"]
     extra = pool["worker_hours"] - docker["worker_hours"]
     assert "docker-pool vs docker, pool of 2 vs none: cold start p50 " in text
-    assert f"per rollout, worker-hours {extra:+,.0f}" in text
+    assert f"per rollout, {extra:+,.0f} worker-hours" in text
     assert "docker-session vs docker, transport session vs exec: step overhead " in text
     assert "docker-pool vs docker, transport" not in text
     assert "docker-pool vs docker: action" not in text

@@ -157,8 +157,8 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
     summary = render_summary(report, width=200)
     lines = [line for line in summary if " vs " in line and "spread" not in line]
     assert lines == [
-        f"docker-session vs docker, transport session vs exec: step overhead 0.04x, tax-hours "
-        f"-{saved:,.0f}; not tested against the noise (threshold alone: 1/1 rollouts, the "
+        f"docker-session vs docker, transport session vs exec: step overhead 0.04x, "
+        f"-{saved:,.0f} tax-hours; not tested against the noise (threshold alone: 1/1 rollouts, the "
         "noise test needs 5 a side)"  # its noise verdict
     ]
 
