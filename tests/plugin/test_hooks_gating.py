@@ -204,6 +204,73 @@ def test_ten_times_slower_fails_with_a_regression_section(suite: pytest.Pytester
     assert lines[-1] == "passed 1 of 3 check(s): teardown.p95:100s (local)"
 
 
+def test_comparison_counts_say_what_they_count(suite: pytest.Pytester) -> None:
+    """Issue 30, item 9: the table's counts name their unit, as the gate's ``n=6/6 rollouts``
+    does, so ``480/480`` steps never reads as rollouts."""
+    real = saved_run(suite)
+    write_baseline(suite, "main", real, 0.01)
+    result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
+    assert result.ret == 1
+    rows = {" ".join(line.split()[:2]): line for line in section(result, "rollout tax")}
+    entry = real["substrates"]["local"]
+    for metric, noun in (("cold_start", "rollouts"), ("action", "probes"), ("step", "steps"),
+                         ("teardown", "rollouts")):  # fmt: skip
+        n = entry[metric]["n"]
+        assert rows[f"{metric} p50"].endswith(f" {n}/{n} {noun}"), rows[f"{metric} p50"]
+    assert entry["step"]["n"] != entry["cold_start"]["n"]  # steps, not rollouts
+    [failed] = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
+    rollouts = entry["cold_start"]["n"]
+    assert f"(n={rollouts}/{rollouts} rollouts)" in failed
+
+
+def test_the_current_run_keeps_dirty_in_the_header(suite: pytest.Pytester) -> None:
+    """Issue 30, item 9: ``now:`` names the commit as the saved run's label does, ``-dirty``
+    included."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=suite.path, check=True)
+    subprocess.run([*git, "add", "test_workload.py"], cwd=suite.path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=suite.path, check=True)
+    with (suite.path / "test_workload.py").open("a") as file:
+        file.write("# uncommitted\n")
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=suite.path, capture_output=True, text=True, check=True
+    ).stdout.strip()[:12]
+    assert run(suite, "--rollout-save=main").ret == 0
+    result = run(suite, "--rollout-compare=main")
+    assert result.ret == 0
+    summary = section(result, "rollout tax")
+    [baseline] = [line for line in summary if line.startswith("baseline: ")]
+    [now] = [line for line in summary if line.startswith("now: ")]
+    assert baseline.endswith(f", {sha}-dirty)") and now.endswith(f", {sha}-dirty)"), summary
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_every_comparison_and_gate_line_fits_the_terminal(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """Issue 30, item 10: at ``COLUMNS`` the gate's FAILED lines ran to 145-157 characters;
+    every line of the comparison and of the regression section fits now."""
+    write_baseline(suite, "main", saved_run(suite), 0.01)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = run(
+        suite,
+        "--rollout-compare=main",
+        "--rollout-compare-fail=cold_start.p50:15%",
+        "--rollout-compare-fail=step.p95:15%",
+        "--rollout-compare-fail=worker_hours:10%",
+        "--rollout-compare-fail=action.p50:1ms",
+    )
+    assert result.ret == 1
+    start = next(i for i, line in enumerate(result.outlines) if line.startswith("baseline: "))
+    lines = result.outlines[start:]
+    assert max(len(line) for line in lines) <= columns, "\n".join(lines)
+    regression = section(result, "rollout tax regression")
+    assert sum(line.startswith("FAILED local ") for line in regression) >= 3
+    assert all("Mann-Whitney p=" in line for line in regression if line.startswith("FAILED"))
+
+
 def test_faster_run_passes(suite: pytest.Pytester) -> None:
     write_baseline(suite, "main", saved_run(suite), 10)  # the baseline was 10x slower
     result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
