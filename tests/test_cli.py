@@ -450,3 +450,17 @@ def test_the_console_script_is_the_module_s_command_line(monkeypatch, tmp_path, 
         script.load()()
     assert exited.value.code == 4  # a missing run: one line, the usage status
     assert "no.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("columns", [80, 132])
+def test_compare_fits_columns(runs: Path, monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    """Issue 30, item 10: every line of ``compare --fail`` fits ``COLUMNS``, the regression
+    section's heading spans it."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    fails = ("--fail", "cold_start.p95:15%", "--fail", "step.p50:5%", "--fail", "worker_hours:5%")
+    status, out, _ = cli("compare", "base", "slow", *fails)
+    assert status == 1
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns, out
+    assert compare.heading("rollout tax regression", columns) in lines
+    assert sum(line.startswith("FAILED local ") for line in lines) == 3

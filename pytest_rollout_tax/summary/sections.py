@@ -173,7 +173,7 @@ def pool_saving(claim_s: float, create_s: float, idle_s: float) -> str:
     if saved < 0:
         return (
             f"per rollout a claim costs {seconds(-saved)} more cold start than a creation "
-            f"{means} and adds {seconds(idle_s)} idle: it saves nothing"
+            f"{means} and adds {seconds(idle_s)} idle: it only costs"
         )
     verdict = "pays for itself" if saved > idle_s else "costs more than it saves"
     return (

@@ -352,3 +352,20 @@ def test_verdict_lines_order() -> None:
     assert verdict.lines == ["a", compare.heading("rollout tax regression"), "b"]
     assert compare.heading("x", 20) == "======== x ========"
     assert math.isclose(ALPHA, 0.05)
+
+
+def test_a_long_substrate_name_moves_above_its_table_to_fit() -> None:
+    """Issue 30, item 10: every line of the comparison fits the width, a long name's too."""
+    name = "docker-gvisor-session-pool-of-four"
+    verdict = compare_reports(
+        report(rollouts(name, COLD)),
+        report(rollouts(name, COLD, 10)),
+        checks("cold_start.p95:15%", "step.p50:5%"),
+        width=80,
+    )
+    assert max(len(line) for line in verdict.lines) <= 80, "\n".join(verdict.lines)
+    assert f"{name}:" in verdict.summary
+    assert any(line.split()[:2] == ["figure", "baseline"] for line in verdict.summary)
+    assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression", 80)
+    wide = compare_reports(report(rollouts(name, COLD)), report(rollouts(name, COLD)), width=120)
+    assert any(line.split()[:2] == [name, "baseline"] for line in wide.summary)
