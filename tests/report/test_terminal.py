@@ -158,8 +158,8 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
     lines = [line for line in summary if " vs " in line and "spread" not in line]
     assert lines == [
         f"docker-session vs docker, transport session vs exec: step overhead 0.04x, "
-        f"-{saved:,.0f} tax-hours; not tested against the noise (threshold alone: 1/1 rollouts, the "
-        "noise test needs 5 a side)"  # its noise verdict
+        f"-{saved:,.0f} tax-hours; not tested against the noise (threshold alone: 1/1 "
+        "rollouts, the noise test needs 5 a side)"  # its noise verdict
     ]
 
 
