@@ -27,6 +27,7 @@ from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
 from ..report.units import dollars, hours, percent, seconds, value
 from ..report.width import MIN_WIDTH, terminal_width, wrap
+from .by_test import test_lines, test_sides
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
@@ -284,8 +285,11 @@ def compare_reports(
         *notes(baseline, current),
     ]
     lines = fit(header, width)
+    tests_before, tests_after = test_sides(baseline, scale), test_sides(current, scale)
     for name in common:
         lines += table(name, before[name], after[name], width)
+        by_test = test_lines(name, tests_before.get(name, {}), tests_after.get(name, {}))
+        lines += fit(by_test if len(by_test) > 1 else [], width)
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
     if only_before:
@@ -301,7 +305,7 @@ def compare_reports(
         )
         return Verdict(lines, width=width)
     outcomes = judge(checks, before, after)
-    gate = fit(gate_lines(outcomes), width)
+    gate = fit(gate_lines(outcomes, tests_before, tests_after), width)
     if any(o.status == "failed" for o in outcomes):
         return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes), width=width)
     return Verdict(lines + gate, outcomes=tuple(outcomes), width=width)
@@ -366,13 +370,25 @@ def _n(side: Side, metric: str) -> str:
     return str(stats["n"]) if stats else "0"
 
 
-def gate_lines(outcomes: list[Outcome]) -> list[str]:
-    """One line per failed check, one per crossing that was not credible, one for the rest."""
+def gate_lines(
+    outcomes: list[Outcome],
+    tests_before: dict[str, dict[str, Side]] | None = None,
+    tests_after: dict[str, dict[str, Side]] | None = None,
+) -> list[str]:
+    """One line per failed check (then the tests that carry it), one per crossing that was not
+    credible, one for the rest."""
     failed = [o for o in outcomes if o.status == "failed"]
     noise = [o for o in outcomes if o.status == "noise"]
     passed = [o for o in outcomes if o.status == "passed"]
     skipped = [o for o in outcomes if o.status == "skipped"]
-    lines = [o.line() for o in failed] + [o.line() for o in noise]
+    lines = []
+    for o in failed:
+        lines.append(o.line())
+        if tests_before is not None and tests_after is not None:
+            lines += carried_by(
+                o, tests_before.get(o.substrate, {}), tests_after.get(o.substrate, {})
+            )
+    lines += [o.line() for o in noise]
     if skipped:
         lines.append(
             f"skipped {len(skipped)} check(s) without figures on both sides: "
@@ -393,6 +409,26 @@ def gate_lines(outcomes: list[Outcome]) -> list[str]:
         f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
     )
     return lines
+
+
+def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
+    """The tests whose own rollouts carry a failed check: the check, judged again on each test's
+    rollouts alone (the same threshold and noise test), fails there too. Nothing with one test
+    in common (the substrate's line says it all)."""
+    common = [test for test in after if test in before]
+    if len(common) < 2:
+        return []
+    found = [(test, evaluate(outcome.check, outcome.substrate, before[test], after[test]))
+             for test in common]  # fmt: skip
+    named = [
+        f"{test} ({o.evidence.why})" for test, o in found if o.status == "failed" and o.evidence
+    ]
+    prefix = f"{outcome.substrate} {outcome.check.name}"
+    if not named:
+        return [
+            f"{prefix}: no single test carries it on its own rollouts (none crosses the threshold credibly)"
+        ]
+    return [f"{prefix} regressed in: {'; '.join(named)}"]
 
 
 def notes(baseline: dict, current: dict) -> list[str]:
