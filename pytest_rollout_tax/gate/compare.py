@@ -246,15 +246,27 @@ class Verdict:
     saved: tuple[Path, ...] = ()
     #: Every check's outcome on every common substrate (what the HTML page marks).
     outcomes: tuple[Outcome, ...] = ()
-    #: The width every line fits (the terminal's).
+    #: The width the printed lines fit (the terminal's); ``summary`` and ``regression`` keep
+    #: each note whole, ``summary_lines``, ``regression_lines`` and ``lines`` fit it.
     width: int = MIN_WIDTH
 
     @property
     def lines(self) -> list[str]:
-        """Every line, the regression section under its own heading line."""
+        """Every line fitted to the width, the regression section under its own heading."""
         if not self.regression:
-            return list(self.summary)
-        return [*self.summary, heading(REGRESSION_HEADING, self.width), *self.regression]
+            return self.summary_lines
+        heading_line = heading(REGRESSION_HEADING, self.width)
+        return [*self.summary_lines, heading_line, *self.regression_lines]
+
+    @property
+    def summary_lines(self) -> list[str]:
+        """The summary's lines as printed: each fitted to the width."""
+        return fit(self.summary, self.width)
+
+    @property
+    def regression_lines(self) -> list[str]:
+        """The regression section's lines as printed: each fitted to the width."""
+        return fit(self.regression, self.width)
 
     @property
     def exit_status(self) -> int:
@@ -284,37 +296,39 @@ def compare_reports(
         + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
         *notes(baseline, current),
     ]
-    lines = fit(header, width)
+    lines = list(header)
     tests_before, tests_after = test_sides(baseline, scale), test_sides(current, scale)
     for name in common:
         lines += table(name, before[name], after[name], width)
         by_test = test_lines(name, tests_before.get(name, {}), tests_after.get(name, {}))
-        lines += fit(by_test if len(by_test) > 1 else [], width)
+        lines += by_test if len(by_test) > 1 else []
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
     if only_before:
-        lines += fit([f"only in the baseline (not compared): {', '.join(only_before)}"], width)
+        lines.append(f"only in the baseline (not compared): {', '.join(only_before)}")
     if only_after:
-        lines += fit([f"only in this run (no baseline): {', '.join(only_after)}"], width)
+        lines.append(f"only in this run (no baseline): {', '.join(only_after)}")
     checks = list(checks)
     if not checks:
         return Verdict(lines, width=width)
     if not common:
-        lines += fit(
-            ["rollout-tax: no substrate in common with the baseline: no check applied"], width
-        )
+        lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
         return Verdict(lines, width=width)
     outcomes = judge(checks, before, after)
-    gate = fit(gate_lines(outcomes, tests_before, tests_after), width)
+    gate = gate_lines(outcomes, tests_before, tests_after)
     if any(o.status == "failed" for o in outcomes):
         return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes), width=width)
     return Verdict(lines + gate, outcomes=tuple(outcomes), width=width)
 
 
-def fit(notes: Iterable[str], width: int) -> list[str]:
-    """``notes`` wrapped to ``width``, the continuation lines indented; a path longer than a
-    line stays whole."""
-    return [line for note in notes for line in wrap(note, width, break_words=False)]
+def fit(lines: Iterable[str], width: int) -> list[str]:
+    """``lines`` as printed in ``width`` columns: a longer one wrapped, its continuation lines
+    indented (a path longer than a line stays whole); the others (tables, blanks) as they are."""
+    return [
+        fitted
+        for line in lines
+        for fitted in ([line] if len(line) <= width else wrap(line, width, break_words=False))
+    ]
 
 
 def table(name: str, before: Side, after: Side, width: int = MIN_WIDTH) -> list[str]:
@@ -425,9 +439,7 @@ def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]
     ]
     prefix = f"{outcome.substrate} {outcome.check.name}"
     if not named:
-        return [
-            f"{prefix}: no single test carries it on its own rollouts (none crosses the threshold credibly)"
-        ]
+        return [f"{prefix}: no test carries it on its own rollouts (none crosses credibly)"]
     return [f"{prefix} regressed in: {'; '.join(named)}"]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ..errors import ConfigError, RolloutTaxError
-from ..gate.compare import Check, Verdict, compare_reports, fit, run_label
+from ..gate.compare import Check, Verdict, compare_reports, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
 from ..report.width import terminal_width
 
@@ -77,7 +77,7 @@ class Gate:
             verdict = Verdict([inert] if self.checks else [], width=width)
         elif self.baseline is None:
             missing = self.missing or "rollout-tax: no baseline: nothing to compare"
-            verdict = Verdict(fit([missing], width), width=width)
+            verdict = Verdict([missing], width=width)
         else:
             verdict = compare_reports(
                 self.baseline.report,
@@ -95,7 +95,7 @@ class Gate:
         else:
             saved = []
         return Verdict(
-            verdict.summary + fit(saved, width), verdict.regression, verdict.failed,
+            verdict.summary + saved, verdict.regression, verdict.failed,
             tuple(paths), verdict.outcomes, width,
         )  # fmt: skip
 

@@ -117,7 +117,7 @@ class RolloutTaxSession:
         asked_to_save = (self.gate.save is not None) + bool(self.gate.autosave)
         if not interrupted and len(verdict.saved) < asked_to_save:
             self.write_failed = True  # the gate printed why
-        self.regression_lines = verdict.regression
+        self.regression_lines = verdict.regression_lines
         failed = verdict.failed or bool(report["shared_sandboxes"])
         if self.settings.history_fail:
             failed = self._history_gate(verdict.saved) or failed
@@ -127,7 +127,7 @@ class RolloutTaxSession:
         output_lines = [line for lines in written for line in lines or ()]
         if any(line.startswith(OUTPUT_ERROR) for line in output_lines):
             self.write_failed = True  # an output that was asked for could not be written
-        self.summary_lines += [*output_lines, *verdict.summary, *self.history_lines]
+        self.summary_lines += [*output_lines, *verdict.summary_lines, *self.history_lines]
         if (failed or self.write_failed) and exitstatus == pytest.ExitCode.OK:
             return pytest.ExitCode.TESTS_FAILED
         return exitstatus
