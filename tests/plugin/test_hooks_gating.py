@@ -271,6 +271,44 @@ def test_every_comparison_and_gate_line_fits_the_terminal(
     assert all("Mann-Whitney p=" in line for line in regression if line.startswith("FAILED"))
 
 
+TWO_TESTS = """
+import os
+import pytest
+
+@pytest.mark.trajectory(steps=20, rounds=6)
+def test_edit(sandbox):
+    sandbox.write_file("calc.py", "x = 1\\n")
+    assert sandbox.exec(os.environ.get("EDIT_COMMAND", "true")).exit_code == 0
+
+@pytest.mark.trajectory(steps=20, rounds=6)
+def test_run(sandbox):
+    assert sandbox.exec("true").exit_code == 0
+"""
+
+
+def test_the_gate_names_the_test_that_regressed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30, item 7: one line per test and substrate beside the totals, and the failed
+    check names the test whose own rollouts carry it: two real runs, where only test_edit's
+    command became slower."""
+    pytester.makepyfile(test_workload=TWO_TESTS)
+    assert run(pytester, "--rollout-save=main").ret == 0
+    monkeypatch.setenv("EDIT_COMMAND", "sleep 0.05")
+    result = run(pytester, "--rollout-compare=main", "--rollout-compare-fail=step.mean:50%")
+    assert result.ret == 1, result.stdout.str()
+    summary = section(result, "rollout tax")
+    by_test = [line for line in summary if line.startswith("local test_workload.py::")]
+    assert [line.split(":")[2] for line in by_test] == ["test_edit", "test_run"], summary
+    assert all(line.endswith(" 6/6 rollouts") for line in by_test)
+    assert "cold_start p50 " in by_test[0] and ", step p50 " in by_test[0]
+    regression = section(result, "rollout tax regression")
+    [named] = [line for line in regression if " regressed in: " in line]
+    assert named.startswith("local step.mean regressed in: test_workload.py::test_edit ")
+    assert "Mann-Whitney p=0.0025 < 0.05 (n=6/6 rollouts)" in named
+    assert "test_run" not in named
+
+
 def test_faster_run_passes(suite: pytest.Pytester) -> None:
     write_baseline(suite, "main", saved_run(suite), 10)  # the baseline was 10x slower
     result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
