@@ -396,13 +396,12 @@ def gate_lines(
     passed = [o for o in outcomes if o.status == "passed"]
     skipped = [o for o in outcomes if o.status == "skipped"]
     lines = []
-    for o in failed:
+    for o in failed + noise:
         lines.append(o.line())
         if tests_before is not None and tests_after is not None:
             lines += carried_by(
                 o, tests_before.get(o.substrate, {}), tests_after.get(o.substrate, {})
             )
-    lines += [o.line() for o in noise]
     if skipped:
         lines.append(
             f"skipped {len(skipped)} check(s) without figures on both sides: "
@@ -426,9 +425,10 @@ def gate_lines(
 
 
 def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
-    """The tests whose own rollouts carry a failed check: the check, judged again on each test's
-    rollouts alone (the same threshold and noise test), fails there too. Nothing with one test
-    in common (the substrate's line says it all)."""
+    """The tests whose own rollouts carry a crossing: the check, judged again on each test's
+    rollouts alone (the same threshold and noise test), fails there. A crossing that was noise
+    over all tests may be credible in one (it is still not failed). Nothing with one test in
+    common (the substrate's line says it all)."""
     common = [test for test in after if test in before]
     if len(common) < 2:
         return []
@@ -438,6 +438,12 @@ def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]
         f"{test} ({o.evidence.why})" for test, o in found if o.status == "failed" and o.evidence
     ]
     prefix = f"{outcome.substrate} {outcome.check.name}"
+    if outcome.status == "noise":
+        return (
+            [f"{prefix}: noise over all tests, but credible in: {'; '.join(named)}"]
+            if named
+            else []
+        )
     if not named:
         return [f"{prefix}: no test carries it on its own rollouts (none crosses credibly)"]
     return [f"{prefix} regressed in: {'; '.join(named)}"]

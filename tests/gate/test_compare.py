@@ -369,3 +369,28 @@ def test_a_long_substrate_name_moves_above_its_table_to_fit() -> None:
     assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression", 80)
     wide = compare_reports(report(rollouts(name, COLD)), report(rollouts(name, COLD)), width=120)
     assert any(line.split()[:2] == [name, "baseline"] for line in wide.summary)
+
+
+def _two_tests(factor_a: float, factor_b: float) -> dict:
+    """One substrate's report of two tests, 8 rollouts each, scaled apart."""
+    a = rollouts("local", COLD, factor_a)
+    b = [Rollout(**{**r.__dict__, "test": r.test.replace("test_x", "test_y")})
+         for r in rollouts("local", COLD, factor_b)]  # fmt: skip
+    return report(a + b)
+
+
+def test_a_crossing_within_the_noise_names_the_test_that_carries_it() -> None:
+    """Issue 30, item 7: half the rollouts 10x slower is noise over the substrate, but credible
+    in its own test, which the gate names (and does not fail on)."""
+    verdict = compare_reports(_two_tests(1, 1), _two_tests(10, 1), checks("cold_start.p50:15%"))
+    assert not verdict.failed
+    lines = unwrapped(verdict.lines)
+    assert [x.split(":")[0] for x in lines if x.startswith("local t.py::")] == [
+        "local t.py",
+        "local t.py",
+    ]
+    assert any(x.startswith("local t.py::test_x: cold_start p50 ") for x in lines)
+    assert any(x.startswith("not credible: local cold_start.p50") for x in lines)
+    [named] = [x for x in lines if "but credible in:" in x]
+    assert named.startswith("local cold_start.p50: noise over all tests, but credible in: ")
+    assert "t.py::test_x (Mann-Whitney p=" in named and "test_y" not in named
