@@ -1,5 +1,5 @@
 """Which test regressed: each test's side on each substrate (its rollouts alone), and its line
-in the comparison; compare.py judges a failed check again on each test's side."""
+in the comparison; compare.py judges a crossing check again on each test's side."""
 
 from __future__ import annotations
 
@@ -12,25 +12,25 @@ from ..report.units import percent, seconds
 FIGURES = (("cold_start", "p50"), ("step", "p50"))
 
 
-def test_name(item: dict) -> str:
+def rollout_test(item: dict) -> str:
     """A rollout's test without its ``<substrate>-<round>`` parameter: ``t.py::test_x``."""
     workload = workload_of(item.get("test", "?"), item.get("substrate", ""), item.get("round", 1))
     return workload.replace("[]", "").replace("-]", "]")
 
 
-def test_sides(report: dict, scale: Scale) -> dict[str, dict[str, Side]]:
+def sides_by_test(report: dict, scale: Scale) -> dict[str, dict[str, Side]]:
     """Per substrate, each test's side (its rollouts alone), tests in the report's order."""
     grouped: dict[str, dict[str, list[dict]]] = {}
     for item in report.get("rollouts", []):
         tests = grouped.setdefault(item["substrate"], {})
-        tests.setdefault(test_name(item), []).append(rollout_samples(item))
+        tests.setdefault(rollout_test(item), []).append(rollout_samples(item))
     return {
         substrate: {test: Side.of(rollouts, scale) for test, rollouts in tests.items()}
         for substrate, tests in grouped.items()
     }
 
 
-def test_lines(substrate: str, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
+def lines_by_test(substrate: str, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
     """One line per test both runs ran on ``substrate``: ``local t.py::test_x: cold_start p50
     1.2ms -> 1.5ms (+25.0%), step p50 ..., 6/6 rollouts``."""
     lines = []

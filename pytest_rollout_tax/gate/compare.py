@@ -27,7 +27,7 @@ from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
 from ..report.units import dollars, hours, percent, seconds, value
 from ..report.width import MIN_WIDTH, terminal_width, wrap
-from .by_test import test_lines, test_sides
+from .by_test import lines_by_test, sides_by_test
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
@@ -282,13 +282,13 @@ def compare_reports(
     current_label: str = "this run",
     width: int | None = None,
 ) -> Verdict:
-    """The comparison table of every common substrate, and the verdict of every check on it;
-    no line wider than ``width`` (None: the terminal's)."""
+    """The comparison table of every common substrate (and a line per test), and the verdict of
+    every check on it; its printed lines fit ``width`` (None: the terminal's)."""
     width = width or terminal_width()
     scale = scale_of(current)
     before, after = sides(baseline, scale), sides(current, scale)
     common = [name for name in after if name in before]
-    header = [
+    lines = [
         f"baseline: {baseline_label}",
         f"now:      {current_label}",
         f"both runs' worker-hours projected for {scale.rollouts:,} rollouts x {scale.steps} "
@@ -296,11 +296,10 @@ def compare_reports(
         + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
         *notes(baseline, current),
     ]
-    lines = list(header)
-    tests_before, tests_after = test_sides(baseline, scale), test_sides(current, scale)
+    tests_before, tests_after = sides_by_test(baseline, scale), sides_by_test(current, scale)
     for name in common:
         lines += table(name, before[name], after[name], width)
-        by_test = test_lines(name, tests_before.get(name, {}), tests_after.get(name, {}))
+        by_test = lines_by_test(name, tests_before.get(name, {}), tests_after.get(name, {}))
         lines += by_test if len(by_test) > 1 else []
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
