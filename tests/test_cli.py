@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.reports import as_schema_1, report, rollouts
+from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.cli import main, reproject
 from pytest_rollout_tax.gate import compare
@@ -62,7 +63,7 @@ def test_compare_ten_times_slower_fails(runs: Path) -> None:
     status, out, err = cli("compare", "base", "slow", "--fail", "cold_start.p95:15%")
     assert status == 1, out + err
     assert err == ""
-    lines = out.splitlines()
+    lines = unwrapped(out.splitlines())
     assert lines[0].startswith("baseline: base.json (")
     assert lines[1].startswith("now:      slow.json (")
     assert compare.heading("rollout tax regression") in lines
@@ -86,7 +87,9 @@ def test_compare_equal_and_faster_pass(runs: Path) -> None:
     status, out, _ = cli("compare", "base", "same", *fails)
     assert status == 0
     assert "rollout tax regression" not in out
-    assert out.splitlines()[-1].startswith("passed 3 of 3 check(s): cold_start.p95:15% (local)")
+    assert unwrapped(out.splitlines())[-1].startswith(
+        "passed 3 of 3 check(s): cold_start.p95:15% (local)"
+    )
     status, out, _ = cli("compare", "base", "fast", *fails)
     assert status == 0 and "-90.0%" in out
 
@@ -98,7 +101,7 @@ def test_compare_table_without_checks(runs: Path) -> None:
     for metric in ("cold_start", "action", "step", "teardown"):
         assert [metric, "p50"] in rows and [metric, "p95"] in rows
     assert any(x.startswith("worker-hours ") and "+900.0%" in x for x in out.splitlines())
-    assert all(len(x) <= 100 for x in out.splitlines())
+    assert all(len(x) <= 80 for x in out.splitlines())
 
 
 def test_compare_accepts_paths_and_storage(runs: Path, tmp_path: Path) -> None:
@@ -447,3 +450,17 @@ def test_the_console_script_is_the_module_s_command_line(monkeypatch, tmp_path, 
         script.load()()
     assert exited.value.code == 4  # a missing run: one line, the usage status
     assert "no.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("columns", [80, 132])
+def test_compare_fits_columns(runs: Path, monkeypatch: pytest.MonkeyPatch, columns: int) -> None:
+    """Issue 30, item 10: every line of ``compare --fail`` fits ``COLUMNS``, the regression
+    section's heading spans it."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    fails = ("--fail", "cold_start.p95:15%", "--fail", "step.p50:5%", "--fail", "worker_hours:5%")
+    status, out, _ = cli("compare", "base", "slow", *fails)
+    assert status == 1
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= columns, out
+    assert compare.heading("rollout tax regression", columns) in lines
+    assert sum(line.startswith("FAILED local ") for line in lines) == 3

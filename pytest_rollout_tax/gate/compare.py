@@ -27,11 +27,16 @@ from ..report.noise import Evidence, evidence
 from ..report.schema import SAMPLE_METRICS
 from ..report.sides import Side, scale_of, sides
 from ..report.units import dollars, hours, percent, seconds, value
+from ..report.width import MIN_WIDTH, terminal_width, wrap
+from .by_test import lines_by_test, sides_by_test
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
 METRICS = (*SAMPLE_METRICS, *PROJECTED)
 STATS = STAT_NAMES
+#: What a sample of each metric is: the comparison table's counts say it in place.
+SAMPLE_NOUNS = {"cold_start": "rollouts", "action": "probes", "step": "steps",
+                "teardown": "rollouts", "trajectory": "rollouts"}  # fmt: skip
 #: Rows of the comparison table.
 TABLE_ROWS = [(m, s) for m in ("cold_start", "action", "step", "teardown") for s in ("p50", "p95")]
 REGRESSION_HEADING = "rollout tax regression"
@@ -227,9 +232,12 @@ def heading(title: str, width: int = 80) -> str:
 
 
 def run_label(report: dict) -> str:
-    """How the comparison names the current run: ``this run (<created>, <sha12>)``."""
-    sha = (report.get("commit") or {}).get("sha")
-    return f"this run ({report.get('created', '?')}{', ' + sha[:12] if sha else ''})"
+    """How the comparison names the current run: ``this run (<created>, <sha12>)``, or
+    ``<sha12>-dirty`` with uncommitted changes, as the saved run's label says."""
+    commit = report.get("commit") or {}
+    sha = commit.get("sha")
+    label = sha[:12] + ("-dirty" if commit.get("dirty") else "") if sha else ""
+    return f"this run ({report.get('created', '?')}{', ' + label if label else ''})"
 
 
 # -- comparing two runs -------------------------------------------------------------------------
@@ -247,13 +255,27 @@ class Verdict:
     saved: tuple[Path, ...] = ()
     #: Every check's outcome on every common substrate (what the HTML page marks).
     outcomes: tuple[Outcome, ...] = ()
+    #: The width the printed lines fit (the terminal's); ``summary`` and ``regression`` keep
+    #: each note whole, ``summary_lines``, ``regression_lines`` and ``lines`` fit it.
+    width: int = MIN_WIDTH
 
     @property
     def lines(self) -> list[str]:
-        """Every line, the regression section under its own heading line."""
+        """Every line fitted to the width, the regression section under its own heading."""
         if not self.regression:
-            return list(self.summary)
-        return [*self.summary, heading(REGRESSION_HEADING), *self.regression]
+            return self.summary_lines
+        heading_line = heading(REGRESSION_HEADING, self.width)
+        return [*self.summary_lines, heading_line, *self.regression_lines]
+
+    @property
+    def summary_lines(self) -> list[str]:
+        """The summary's lines as printed: each fitted to the width."""
+        return fit(self.summary, self.width)
+
+    @property
+    def regression_lines(self) -> list[str]:
+        """The regression section's lines as printed: each fitted to the width."""
+        return fit(self.regression, self.width)
 
     @property
     def exit_status(self) -> int:
@@ -267,8 +289,11 @@ def compare_reports(
     *,
     baseline_label: str = "?",
     current_label: str = "this run",
+    width: int | None = None,
 ) -> Verdict:
-    """The comparison table of every common substrate, and the verdict of every check on it."""
+    """The comparison table of every common substrate (and a line per test), and the verdict of
+    every check on it; its printed lines fit ``width`` (None: the terminal's)."""
+    width = width or terminal_width()
     scale = scale_of(current)
     before, after = sides(baseline, scale), sides(current, scale)
     common = [name for name in after if name in before]
@@ -278,10 +303,13 @@ def compare_reports(
         f"both runs' worker-hours projected for {scale.rollouts:,} rollouts x {scale.steps} "
         f"steps"
         + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
+        *notes(baseline, current),
     ]
-    lines += notes(baseline, current)
+    tests_before, tests_after = sides_by_test(baseline, scale), sides_by_test(current, scale)
     for name in common:
-        lines += table(name, before[name], after[name])
+        lines += table(name, before[name], after[name], width)
+        by_test = lines_by_test(name, tests_before.get(name, {}), tests_after.get(name, {}))
+        lines += by_test if len(by_test) > 1 else []
     only_before = [name for name in before if name not in after]
     only_after = [name for name in after if name not in before]
     if only_before:
@@ -290,31 +318,61 @@ def compare_reports(
         lines.append(f"only in this run (no baseline): {', '.join(only_after)}")
     checks = list(checks)
     if not checks:
-        return Verdict(lines)
+        return Verdict(lines, width=width)
     if not common:
         lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
-        return Verdict(lines)
+        return Verdict(lines, width=width)
     outcomes = judge(checks, before, after)
-    gate = gate_lines(outcomes)
+    gate = gate_lines(outcomes, tests_before, tests_after)
     if any(o.status == "failed" for o in outcomes):
-        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes))
-    return Verdict(lines + gate, outcomes=tuple(outcomes))
+        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes), width=width)
+    return Verdict(lines + gate, outcomes=tuple(outcomes), width=width)
 
 
-def table(name: str, before: Side, after: Side) -> list[str]:
-    """The comparison table of one substrate (p50/p95 of each phase, then worker-hours)."""
-    headers = (name, "baseline", "now", "change", "change %", "n base/now")
+def fit(lines: Iterable[str], width: int) -> list[str]:
+    """``lines`` as printed in ``width`` columns: a longer one wrapped, its continuation lines
+    indented (a path longer than a line stays whole); the others (tables, blanks) as they are."""
+    return [
+        fitted
+        for line in lines
+        for fitted in ([line] if len(line) <= width else wrap(line, width, break_words=False))
+    ]
+
+
+def table(name: str, before: Side, after: Side, width: int = MIN_WIDTH) -> list[str]:
+    """The comparison table of one substrate (p50/p95 of each phase, then worker-hours).
+
+    Too wide for ``width``, it narrows a step at a time: a long substrate name moves to a line
+    of its own above the table, then the absolute change goes (the change in % stays).
+    """
     rows = table_rows(before, after)
-    text = tabulate(rows, headers=headers, tablefmt="simple", colalign=("left",) + ("right",) * 5)
-    return ["", *text.splitlines()]
+    headers = [name, "baseline", "now", "change", "change %", "n base/now"]
+    lines = _tabulate(headers, rows)
+    if _widest(lines) > width:
+        headers[0] = "figure"
+        lines = [f"{name}:", *_tabulate(headers, rows)]
+    if _widest(lines) > width:
+        del headers[3]
+        lines = [f"{name}:", *_tabulate(headers, [row[:3] + row[4:] for row in rows])]
+    return ["", *lines]
+
+
+def _tabulate(headers: Sequence[str], rows: list[list[str]]) -> list[str]:
+    align = ("left",) + ("right",) * (len(headers) - 1)
+    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align).splitlines()
+
+
+def _widest(lines: Iterable[str]) -> int:
+    return max((len(line) for line in lines), default=0)
 
 
 def table_rows(before: Side, after: Side) -> list[list[str]]:
-    """The comparison table's rows: figure, baseline, now, change, change %, sample counts."""
+    """The comparison table's rows: figure, baseline, now, change, change %, and the sample
+    counts, each with what it counts (``6/6 rollouts``, ``30/30 probes``, ``480/480 steps``)."""
     rows = []
     for metric, stat in TABLE_ROWS:
         b, a = before.value(metric, stat), after.value(metric, stat)
-        counts = f"{_n(before, metric)}/{_n(after, metric)}"
+        counts = f"{_n(before, metric)}/{_n(after, metric)} {SAMPLE_NOUNS[metric]}"
         rows.append(
             [f"{metric} {stat}", value(metric, b), value(metric, a), change(metric, b, a),
              percent(b, a), counts]
@@ -334,13 +392,24 @@ def _n(side: Side, metric: str) -> str:
     return str(stats["n"]) if stats else "0"
 
 
-def gate_lines(outcomes: list[Outcome]) -> list[str]:
-    """One line per failed check, one per crossing that was not credible, one for the rest."""
+def gate_lines(
+    outcomes: list[Outcome],
+    tests_before: dict[str, dict[str, Side]] | None = None,
+    tests_after: dict[str, dict[str, Side]] | None = None,
+) -> list[str]:
+    """One line per failed check (then the tests that carry it), one per crossing that was not
+    credible, one for the rest."""
     failed = [o for o in outcomes if o.status == "failed"]
     noise = [o for o in outcomes if o.status == "noise"]
     passed = [o for o in outcomes if o.status == "passed"]
     skipped = [o for o in outcomes if o.status == "skipped"]
-    lines = [o.line() for o in failed] + [o.line() for o in noise]
+    lines = []
+    for o in failed + noise:
+        lines.append(o.line())
+        if tests_before is not None and tests_after is not None:
+            lines += carried_by(
+                o, tests_before.get(o.substrate, {}), tests_after.get(o.substrate, {})
+            )
     if skipped:
         lines.append(
             f"skipped {len(skipped)} check(s) without figures on both sides: "
@@ -361,6 +430,31 @@ def gate_lines(outcomes: list[Outcome]) -> list[str]:
         f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
     )
     return lines
+
+
+def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
+    """The tests whose own rollouts carry a crossing: the check, judged again on each test's
+    rollouts alone (the same threshold and noise test), fails there. A crossing that was noise
+    over all tests may be credible in one (it is still not failed). Nothing with one test in
+    common (the substrate's line says it all)."""
+    common = [test for test in after if test in before]
+    if len(common) < 2:
+        return []
+    found = [(test, evaluate(outcome.check, outcome.substrate, before[test], after[test]))
+             for test in common]  # fmt: skip
+    named = [
+        f"{test} ({o.evidence.why})" for test, o in found if o.status == "failed" and o.evidence
+    ]
+    prefix = f"{outcome.substrate} {outcome.check.name}"
+    if outcome.status == "noise":
+        return (
+            [f"{prefix}: noise over all tests, but credible in: {'; '.join(named)}"]
+            if named
+            else []
+        )
+    if not named:
+        return [f"{prefix}: no test carries it on its own rollouts (none crosses credibly)"]
+    return [f"{prefix} regressed in: {'; '.join(named)}"]
 
 
 def notes(baseline: dict, current: dict) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
+from ..report.width import terminal_width
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,19 @@ class Gate:
                 missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
         return cls(store, save, autosave, compare, checks, baseline, missing)
 
-    def finish(self, report: dict, *, save: bool = True) -> Verdict:
+    def finish(self, report: dict, *, save: bool = True, width: int | None = None) -> Verdict:
         """Compare ``report`` with the baseline and save it; called once, on the controller.
 
         ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
-        never becomes a baseline.
+        never becomes a baseline. Every line fits ``width`` (None: the terminal's).
         """
+        width = width or terminal_width()
         if self.compare is None:
             inert = "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
-            verdict = Verdict([inert] if self.checks else [])
+            verdict = Verdict([inert] if self.checks else [], width=width)
         elif self.baseline is None:
-            verdict = Verdict([self.missing or "rollout-tax: no baseline: nothing to compare"])
+            missing = self.missing or "rollout-tax: no baseline: nothing to compare"
+            verdict = Verdict([missing], width=width)
         else:
             verdict = compare_reports(
                 self.baseline.report,
@@ -82,6 +85,7 @@ class Gate:
                 self.checks,
                 baseline_label=self.baseline.label,
                 current_label=run_label(report),
+                width=width,
             )
         paths: list[Path] = []
         if save:
@@ -91,8 +95,8 @@ class Gate:
         else:
             saved = []
         return Verdict(
-            verdict.summary + saved, verdict.regression, verdict.failed, tuple(paths),
-            verdict.outcomes,
+            verdict.summary + saved, verdict.regression, verdict.failed,
+            tuple(paths), verdict.outcomes, width,
         )  # fmt: skip
 
     def _save(self, report: dict, paths: list[Path]) -> list[str]:

@@ -23,6 +23,7 @@ from ..outputs import OUTPUT_ERROR
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.machine import commit_info, machine_info
+from ..report.width import MIN_WIDTH, terminal_width
 from ..summary import sections
 from ..summary.terminal import render, render_nothing_ran
 from . import xdist
@@ -117,11 +118,11 @@ class RolloutTaxSession:
         summary = sections.summarize(report)
         self.summary_lines = render(summary)
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        verdict = self.gate.finish(for_saving(report), save=not interrupted)
+        verdict = self.gate.finish(for_saving(report), save=not interrupted, width=self._width())
         asked_to_save = (self.gate.save is not None) + bool(self.gate.autosave)
         if not interrupted and len(verdict.saved) < asked_to_save:
             self.write_failed = True  # the gate printed why
-        self.regression_lines = verdict.regression
+        self.regression_lines = verdict.regression_lines
         history_failed = self.settings.history_fail and self._history_gate(verdict.saved)
         hook = self.config.hook.pytest_rollout_tax_report
         written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
@@ -129,7 +130,7 @@ class RolloutTaxSession:
         output_lines = [line for lines in written for line in lines or ()]
         if any(line.startswith(OUTPUT_ERROR) for line in output_lines):
             self.write_failed = True  # an output that was asked for could not be written
-        self.summary_lines += [*output_lines, *verdict.summary, *self.history_lines]
+        self.summary_lines += [*output_lines, *verdict.summary_lines, *self.history_lines]
         self.verdict = session_verdict(
             self.gate,
             verdict,
@@ -143,15 +144,20 @@ class RolloutTaxSession:
         self.exit_status = int(exitstatus)
         return exitstatus
 
+    def _width(self) -> int:
+        """The width the gate's lines fit: pytest's terminal's, at least the summary's."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return terminal_width()
+        return max(MIN_WIDTH, self.config.get_terminal_writer().fullwidth)
+
     def display(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Print the summary, and the regressions the gate found."""
         if not self.summary_lines:
             return
         terminalreporter.write_sep("=", "rollout tax")
         if self.verdict is not None:  # the verdict first; FinalLine repeats it last
-            failed = self.verdict.failed
-            line = self.verdict.line(self.exit_status)
-            terminalreporter.write_line(line, red=failed, green=not failed, bold=True)
+            self.verdict.write(terminalreporter, self.exit_status)
         for line in self.summary_lines:
             terminalreporter.write_line(line)
         if self.regression_lines:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..gate.compare import Verdict
+from ..report.width import MIN_WIDTH, wrap
 from .gating import Gate
 
 #: The count pytest's final line gains when the rollout tax failed the session
@@ -36,6 +37,12 @@ class SessionVerdict:
             why = "; ".join(self.reasons)
             return f"rollout-tax gate: FAILED (exit status {exit_status}): {why}"
         return f"rollout-tax gate: passed ({'; '.join(self.checked)})"
+
+    def write(self, reporter: pytest.TerminalReporter, exit_status: int) -> None:
+        """The line, wrapped to the terminal's width, red when failed and green when passed."""
+        width = max(MIN_WIDTH, reporter.config.get_terminal_writer().fullwidth)
+        for part in wrap(self.line(exit_status), width):
+            reporter.write_line(part, red=self.failed, green=not self.failed, bold=True)
 
 
 def session_verdict(
@@ -105,6 +112,5 @@ class FinalLine:
         verdict = self.verdict()
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if verdict is not None and reporter is not None:
-            line = verdict.line(int(session.exitstatus))
-            reporter.write_line(line, red=verdict.failed, green=not verdict.failed, bold=True)
+            verdict.write(reporter, int(session.exitstatus))
         return result

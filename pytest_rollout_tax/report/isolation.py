@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from ..core.record import workload_of
 from .aggregate import Row
 from .projection import step_overhead
-from .units import seconds
+from .units import seconds, signed_hours
 from .validity import no_valid_result
 
 #: The runtime every other runtime is measured against.
@@ -98,8 +98,8 @@ def measure(substrates: dict[str, dict], rows: dict[str, list[Row]]) -> None:
 def runtime_lines(
     substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
 ) -> list[str]:
-    """``docker-gvisor vs docker: action p50 1.3x, command 2.9x, cold start 1.2x, tax-hours
-    +N`` for each substrate on another runtime, or why its isolation is unknown."""
+    """``docker-gvisor vs docker: action p50 1.3x, command 2.9x, cold start 1.2x, +N
+    tax-hours`` for each substrate on another runtime, or why its isolation is unknown."""
     lines = []
     for name, entry in substrates.items():
         info = entry.get("isolation")
@@ -124,7 +124,7 @@ def runtime_lines(
             f"cold start {_ratio(entry['cold_start'], base['cold_start'], 'p50')}",
         ]
         if entry["tax_hours"] is not None and base["tax_hours"] is not None:
-            parts.append(f"tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}")
+            parts.append(signed_hours(entry["tax_hours"] - base["tax_hours"], "tax-hours"))
         lines.append(f"{name} vs {reference}: {', '.join(parts)}{judge(name, reference)}")
     return lines
 

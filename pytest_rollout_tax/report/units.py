@@ -23,6 +23,11 @@ def hours(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
 
 
+def signed_hours(value: float, unit: str) -> str:
+    """A change in hours with its unit: ``+13,828 worker-hours``, ``-6,233 tax-hours``."""
+    return f"{value:+,.0f} {unit}"
+
+
 def dollars(value: float | None) -> str:
     """Dollars: ``$18,136``, ``$886``, ``$0.42``."""
     if value is None:

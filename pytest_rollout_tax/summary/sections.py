@@ -149,13 +149,8 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
             f"idle {seconds(pool['idle_sandbox_s'])} in all"
         )
         if claims and created and entry["cold_start"]:
-            saved = created["mean"] - entry["cold_start"]["mean"]
             idle = pool["idle_sandbox_s"] / claims
-            verdict = "pays for itself" if saved > idle else "costs more than it saves"
-            line += (
-                f"; per rollout it saves {seconds(max(saved, 0.0))} of cold start and adds "
-                f"{seconds(idle)} idle: it {verdict}"
-            )
+            line += "; " + pool_saving(entry["cold_start"]["mean"], created["mean"], idle)
         if pool["creation_failures"]:
             reasons = "; ".join(f"{n}x {why}" for why, n in pool["failure_reasons"].items())
             line += f"; {pool['creation_failures']} pool creation(s) failed: {reasons}"
@@ -168,6 +163,23 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
             f"{seconds(fleet['cold_start_s'])} from {fleet['cold_start_from']})"
         )
     return lines
+
+
+def pool_saving(claim_s: float, create_s: float, idle_s: float) -> str:
+    """What a warm pool does per rollout, from the means: the cold start a claim saves (or
+    costs, when claiming is slower than creating) and the idle time it adds."""
+    means = f"(means: claim {seconds(claim_s)}, creation {seconds(create_s)})"
+    saved = create_s - claim_s
+    if saved < 0:
+        return (
+            f"per rollout a claim costs {seconds(-saved)} more cold start than a creation "
+            f"{means} and adds {seconds(idle_s)} idle: it only costs"
+        )
+    verdict = "pays for itself" if saved > idle_s else "costs more than it saves"
+    return (
+        f"per rollout a claim saves {seconds(saved)} of cold start {means} and adds "
+        f"{seconds(idle_s)} idle: it {verdict}"
+    )
 
 
 def users_pool_line(name: str, pool: dict) -> str:

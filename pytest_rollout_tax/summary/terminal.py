@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import textwrap
-
+from ..report.width import terminal_width, wrap
 from .lines import not_run_lines
 from .sections import Summary, summarize
 from .table import table_lines
-
-#: The summary is at least this wide, wider on a wider terminal (``COLUMNS``).
-MIN_WIDTH = 80
-
-
-def terminal_width() -> int:
-    """The terminal's width (``COLUMNS`` when set), never below MIN_WIDTH."""
-    return max(MIN_WIDTH, shutil.get_terminal_size((MIN_WIDTH, 24)).columns)
 
 
 def render(summary: Summary, width: int | None = None) -> list[str]:
@@ -38,9 +28,3 @@ def render_nothing_ran(not_run: dict[str, str], width: int | None = None) -> lis
 def render_summary(report: dict, width: int | None = None) -> list[str]:
     """:func:`render` of the report's summary."""
     return render(summarize(report), width)
-
-
-def wrap(note: str, width: int) -> list[str]:
-    """A note as lines no wider than ``width``, the later ones indented; never broken at a
-    hyphen (substrate names have them)."""
-    return textwrap.wrap(note, width=width, subsequent_indent="    ", break_on_hyphens=False)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from ..fleet.pool import entry_idle_per_claim
 from ..report.isolation import DEFAULT_RUNTIME
 from ..report.projection import step_overhead
-from ..report.units import ratio, seconds
+from ..report.units import ratio, seconds, signed_hours
 from ..report.validity import no_valid_result
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
@@ -86,8 +86,8 @@ def invalid_line(name: str, entry: dict, base_name: str, base: dict) -> str | No
 
 
 def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
-    """``docker-session vs docker, transport session vs exec: step overhead 0.028x, tax-hours
-    -1,953``: the ratio of the mean step overhead, the command's own time left out."""
+    """``docker-session vs docker, transport session vs exec: step overhead 0.028x, -1,953
+    tax-hours``: the ratio of the mean step overhead, the command's own time left out."""
     if not entry.get("action") or not base.get("action"):
         return None
     speed = _overhead(entry) / _overhead(base)
@@ -97,7 +97,7 @@ def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | 
         f"step overhead {ratio(speed)}"
     )
     if entry.get("tax_hours") is not None and base.get("tax_hours") is not None:
-        line += f", tax-hours {entry['tax_hours'] - base['tax_hours']:+,.0f}"
+        line += f", {signed_hours(entry['tax_hours'] - base['tax_hours'], 'tax-hours')}"
     return line
 
 
@@ -109,14 +109,15 @@ def _overhead(entry: dict) -> float:
 
 def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
     """``docker-pool vs docker, pool of 2 vs none: cold start p50 59.8ms (claim) vs 207ms
-    (create), idle 8.8s per rollout, worker-hours +2,467``."""
+    (create) (147ms faster), idle 8.8s per rollout, +2,467 worker-hours``."""
     if not entry.get("cold_start") or not base.get("cold_start"):
         return None
     size, base_size = ASPECTS["pool"](entry), ASPECTS["pool"](base)
     line = (
         f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
         f"{seconds(entry['cold_start']['p50'])} ({'claim' if size else 'create'}) vs "
-        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}), "
+        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}) "
+        f"{_faster(entry['cold_start']['p50'], base['cold_start']['p50'])}, "
         + (
             f"idle {seconds(entry_idle_per_claim(entry))} per rollout"
             if (entry.get("pool") or {}).get("made_by_tool", True)
@@ -124,8 +125,15 @@ def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
         )
     )
     if entry.get("worker_hours") is not None and base.get("worker_hours") is not None:
-        line += f", worker-hours {entry['worker_hours'] - base['worker_hours']:+,.0f}"
+        line += f", {signed_hours(entry['worker_hours'] - base['worker_hours'], 'worker-hours')}"
     return line
+
+
+def _faster(now: float, base: float) -> str:
+    """``(59.8ms faster)`` or ``(55ms slower)``: the first figure against the second."""
+    if now == base:
+        return "(the same)"
+    return f"({seconds(abs(now - base))} {'faster' if now < base else 'slower'})"
 
 
 def _by_isolation(name: str, entry: dict, base_name: str, base: dict) -> None:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 from support.reports import COLD, report, rollouts
+from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.core.record import Rollout
 from pytest_rollout_tax.errors import ConfigError
@@ -131,7 +132,7 @@ def test_ten_times_slower_fails() -> None:
         report(rollouts("local", COLD)), report(rollouts("local", COLD, 10)), checks(*ALL_CHECKS)
     )
     assert verdict.failed and verdict.exit_status == 1
-    failed = [line for line in verdict.regression if line.startswith("FAILED ")]
+    failed = [line for line in unwrapped(verdict.regression) if line.startswith("FAILED ")]
     assert len(failed) == len(ALL_CHECKS)
     line = next(x for x in failed if "cold_start.p95" in x)
     assert line.startswith("FAILED local cold_start.p95: baseline ")
@@ -139,7 +140,7 @@ def test_ten_times_slower_fails() -> None:
     assert "Mann-Whitney p=" in line
     assert "Mann-Whitney p=" in next(x for x in failed if "worker_hours" in x)
     assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression")
-    assert verdict.regression[-1] == "passed 0 of 7 check(s)"
+    assert unwrapped(verdict.regression)[-1] == "passed 0 of 7 check(s)"
 
 
 def test_a_failed_outcome_in_brief_names_its_change_and_threshold() -> None:
@@ -157,7 +158,9 @@ def test_equal_run_passes() -> None:
     verdict = compare_reports(same, same, checks(*ALL_CHECKS, "cold_start.p95:0%"))
     assert not verdict.failed and verdict.exit_status == 0
     assert not verdict.regression
-    assert verdict.summary[-1].startswith("passed 8 of 8 check(s): cold_start.p95:15% (local)")
+    assert unwrapped(verdict.summary)[-1].startswith(
+        "passed 8 of 8 check(s): cold_start.p95:15% (local)"
+    )
 
 
 def test_faster_run_passes() -> None:
@@ -176,10 +179,10 @@ def test_crossing_that_is_noise_does_not_fail() -> None:
         checks("cold_start.p95:15%", "cold_start.p50:15%"),
     )
     assert not verdict.failed
-    line = next(x for x in verdict.summary if x.startswith("not credible: "))
+    line = next(x for x in unwrapped(verdict.summary) if x.startswith("not credible: "))
     assert "local cold_start.p95" in line and "crossed, but Mann-Whitney p=" in line
     assert f">= {ALPHA}" in line
-    assert verdict.summary[-1] == "passed 1 of 2 check(s): cold_start.p50:15% (local)"
+    assert unwrapped(verdict.summary)[-1] == "passed 1 of 2 check(s): cold_start.p50:15% (local)"
 
 
 def test_too_few_samples_fall_back_to_the_threshold() -> None:
@@ -190,14 +193,17 @@ def test_too_few_samples_fall_back_to_the_threshold() -> None:
         checks("cold_start.p50:15%"),
     )
     assert verdict.failed
-    assert "threshold alone: 3/3 rollouts, the noise test needs 5 a side" in verdict.regression[0]
+    assert (
+        "threshold alone: 3/3 rollouts, the noise test needs 5 a side"
+        in unwrapped(verdict.regression)[0]
+    )
 
 
 def test_baseline_without_raw_samples_uses_the_threshold() -> None:
     baseline = report(rollouts("local", COLD))
     baseline["rollouts"] = []
     verdict = compare_reports(baseline, report(rollouts("local", COLD, 2)), checks("step.p50:5%"))
-    assert verdict.failed and "threshold alone: 0/8 rollouts" in verdict.regression[0]
+    assert verdict.failed and "threshold alone: 0/8 rollouts" in unwrapped(verdict.regression)[0]
 
 
 def test_a_rise_must_credibly_exceed_the_threshold_not_just_zero() -> None:
@@ -235,11 +241,11 @@ def test_a_check_on_a_percentile_of_too_few_samples_warns() -> None:
     base = report(rollouts("local", COLD))  # 8 cold starts, 16 steps
     verdict = compare_reports(base, base, checks("cold_start.p95:15%", "cold_start.p50:15%",
                                                  "step.p90:5%", "step.max:5%"))  # fmt: skip
-    warnings = [line for line in verdict.summary if line.startswith("warning: ")]
+    warnings = [line for line in unwrapped(verdict.summary) if line.startswith("warning: ")]
     assert warnings == [
         "warning: local cold_start.p95 is quoted from 8/8 sample(s); a p95 needs 20 or more"
     ]
-    assert verdict.summary[-1].startswith("passed 4 of 4 check(s)")
+    assert unwrapped(verdict.summary)[-1].startswith("passed 4 of 4 check(s)")
 
 
 def test_substrates_on_one_side_are_listed_not_errors() -> None:
@@ -249,9 +255,9 @@ def test_substrates_on_one_side_are_listed_not_errors() -> None:
         checks("cold_start.p95:15%"),
     )
     assert not verdict.failed
-    assert "only in the baseline (not compared): docker" in verdict.summary
-    assert "only in this run (no baseline): k8s" in verdict.summary
-    assert verdict.summary[-1] == "passed 1 of 1 check(s): cold_start.p95:15% (local)"
+    assert "only in the baseline (not compared): docker" in unwrapped(verdict.summary)
+    assert "only in this run (no baseline): k8s" in unwrapped(verdict.summary)
+    assert unwrapped(verdict.summary)[-1] == "passed 1 of 1 check(s): cold_start.p95:15% (local)"
 
 
 def test_no_common_substrate_applies_no_check() -> None:
@@ -259,7 +265,7 @@ def test_no_common_substrate_applies_no_check() -> None:
         report(rollouts("docker", COLD)), report(rollouts("local", COLD, 10)), checks("step.p50:1%")
     )
     assert not verdict.failed
-    assert "no substrate in common" in verdict.summary[-1]
+    assert "no substrate in common" in unwrapped(verdict.summary)[-1]
 
 
 def test_missing_metric_is_skipped() -> None:
@@ -270,7 +276,8 @@ def test_missing_metric_is_skipped() -> None:
     verdict = compare_reports(baseline, current, checks("action.p50:5%", "cold_start.p50:5%"))
     assert not verdict.failed
     assert any(
-        "skipped 1 check(s)" in x and "no action in the current run" in x for x in verdict.summary
+        "skipped 1 check(s)" in x and "no action in the current run" in x
+        for x in unwrapped(verdict.summary)
     )
 
 
@@ -279,7 +286,7 @@ def test_worker_hours_are_reprojected_at_the_current_scale() -> None:
     current = report(rollouts("local", COLD))
     verdict = compare_reports(baseline, current, checks("worker_hours:0%"))
     assert not verdict.failed
-    row = next(x for x in verdict.summary if x.startswith("worker-hours"))
+    row = next(x for x in unwrapped(verdict.summary) if x.startswith("worker-hours"))
     assert row.split()[1:3] == row.split()[3:5]  # baseline == now: same latencies, same scale
 
 
@@ -319,12 +326,12 @@ def test_table_per_substrate_fits_100_columns() -> None:
         report(rollouts("local", COLD, 2), rollouts("docker-gvisor", COLD, 40)),
     )
     text = "\n".join(verdict.summary)
-    assert all(len(line) <= 100 for line in verdict.summary)
+    assert all(len(line) <= 80 for line in verdict.summary)
     for metric in ("cold_start", "action", "step", "teardown"):
         for stat in ("p50", "p95"):
             assert text.count(f"{metric} {stat}") == 2  # one row per substrate table
-    assert sum(line.startswith("worker-hours ") for line in verdict.summary) == 2
-    header = next(x for x in verdict.summary if x.startswith("local "))
+    assert sum(line.startswith("worker-hours ") for line in unwrapped(verdict.summary)) == 2
+    header = next(x for x in unwrapped(verdict.summary) if x.startswith("local "))
     assert header.split() == ["local", "baseline", "now", "change", "change", "%", "n", "base/now"]
     assert "+100.0%" in text and "+1233.3%" in text
 
@@ -355,3 +362,45 @@ def test_verdict_lines_order() -> None:
     assert verdict.lines == ["a", compare.heading("rollout tax regression"), "b"]
     assert compare.heading("x", 20) == "======== x ========"
     assert math.isclose(ALPHA, 0.05)
+
+
+def test_a_long_substrate_name_moves_above_its_table_to_fit() -> None:
+    """Issue 30, item 10: every line of the comparison fits the width, a long name's too."""
+    name = "docker-gvisor-session-pool-of-four"
+    verdict = compare_reports(
+        report(rollouts(name, COLD)),
+        report(rollouts(name, COLD, 10)),
+        checks("cold_start.p95:15%", "step.p50:5%"),
+        width=80,
+    )
+    assert max(len(line) for line in verdict.lines) <= 80, "\n".join(verdict.lines)
+    assert f"{name}:" in verdict.summary
+    assert any(line.split()[:2] == ["figure", "baseline"] for line in verdict.summary)
+    assert verdict.lines[len(verdict.summary)] == compare.heading("rollout tax regression", 80)
+    wide = compare_reports(report(rollouts(name, COLD)), report(rollouts(name, COLD)), width=120)
+    assert any(line.split()[:2] == [name, "baseline"] for line in wide.summary)
+
+
+def _two_tests(factor_a: float, factor_b: float) -> dict:
+    """One substrate's report of two tests, 8 rollouts each, scaled apart."""
+    a = rollouts("local", COLD, factor_a)
+    b = [Rollout(**{**r.__dict__, "test": r.test.replace("test_x", "test_y")})
+         for r in rollouts("local", COLD, factor_b)]  # fmt: skip
+    return report(a + b)
+
+
+def test_a_crossing_within_the_noise_names_the_test_that_carries_it() -> None:
+    """Issue 30, item 7: half the rollouts 10x slower is noise over the substrate, but credible
+    in its own test, which the gate names (and does not fail on)."""
+    verdict = compare_reports(_two_tests(1, 1), _two_tests(10, 1), checks("cold_start.p50:15%"))
+    assert not verdict.failed
+    lines = unwrapped(verdict.lines)
+    assert [x.split(":")[0] for x in lines if x.startswith("local t.py::")] == [
+        "local t.py",
+        "local t.py",
+    ]
+    assert any(x.startswith("local t.py::test_x: cold_start p50 ") for x in lines)
+    assert any(x.startswith("not credible: local cold_start.p50") for x in lines)
+    [named] = [x for x in lines if "but credible in:" in x]
+    assert named.startswith("local cold_start.p50: noise over all tests, but credible in: ")
+    assert "t.py::test_x (Mann-Whitney p=" in named and "test_y" not in named

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from support.reports import COLD, report, rollouts
+from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.errors import ConfigError, RolloutTaxError
 from pytest_rollout_tax.gate import storage
@@ -32,12 +33,12 @@ def test_gate_missing_baseline_warns(tmp_path) -> None:
     assert named.baseline is None
     verdict = named.finish(report(rollouts("local", COLD)))
     store = tmp_path / "store"
-    assert verdict.lines == [
+    assert unwrapped(verdict.lines) == [
         f"rollout-tax: no baseline 'main' in {store}/: nothing to compare (this run is not failed)"
     ]
     assert not verdict.failed
     newest = gate(tmp_path, compare="").finish(report(rollouts("local", COLD)))
-    assert newest.lines == [
+    assert unwrapped(newest.lines) == [
         f"rollout-tax: no saved run in {store}/: nothing to compare (this run is not failed)"
     ]
 
@@ -46,28 +47,30 @@ def test_gate_saves_then_compares(tmp_path) -> None:
     first = gate(tmp_path, save="main", compare="main", fail=["step.p50:10%"])
     verdict = first.finish(report(rollouts("local", COLD)))
     saved = tmp_path / "store" / "main.json"
-    assert verdict.lines[-1] == f"run saved to {saved}"
+    assert unwrapped(verdict.lines)[-1] == f"run saved to {saved}"
     assert json.loads(saved.read_text())["schema"] == SCHEMA
     second = gate(tmp_path, compare="main", fail=["step.p50:10%"], autosave=True)
     assert second.baseline is not None and second.baseline.path == saved
     verdict = second.finish(report(rollouts("local", COLD, 10)))
     assert verdict.failed
-    assert verdict.summary[-1].startswith(f"run saved to {tmp_path / 'store' / '0001_'}")
-    assert verdict.regression[0].startswith("FAILED local step.p50: baseline ")
+    assert unwrapped(verdict.summary)[-1].startswith(f"run saved to {tmp_path / 'store' / '0001_'}")
+    assert unwrapped(verdict.regression)[0].startswith("FAILED local step.p50: baseline ")
 
 
 def test_gate_does_not_save_an_interrupted_run(tmp_path) -> None:
     verdict = gate(tmp_path, save="main", autosave=True).finish(
         report(rollouts("local", COLD)), save=False
     )
-    assert verdict.lines == ["rollout-tax: the session was interrupted: this run is not saved"]
+    assert unwrapped(verdict.lines) == [
+        "rollout-tax: the session was interrupted: this run is not saved"
+    ]
     assert list((tmp_path / "store").iterdir()) == []
 
 
 def test_gate_checks_without_compare_are_inert(tmp_path) -> None:
     verdict = gate(tmp_path, fail=["step.p50:10%"]).finish(report(rollouts("local", COLD)))
     assert not verdict.failed
-    assert verdict.lines == [
+    assert unwrapped(verdict.lines) == [
         "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
     ]
 
@@ -96,7 +99,7 @@ def test_gate_refuses_a_test_directory_as_baseline(tmp_path, monkeypatch) -> Non
         with pytest.raises(ConfigError, match=message):
             gate(tmp_path, compare="suite", load_baseline=load_baseline)
     saved = gate(tmp_path, save="suite").finish(report(rollouts("local", COLD)))
-    assert saved.lines == [f"run saved to {tmp_path / 'store' / 'suite.json'}"]
+    assert unwrapped(saved.lines) == [f"run saved to {tmp_path / 'store' / 'suite.json'}"]
     assert gate(tmp_path, compare="suite.json").baseline is not None  # the way to name it
     assert gate(tmp_path, compare="").baseline is not None  # no value: not the current dir
 
@@ -124,7 +127,7 @@ def test_gate_save_failure_is_reported_not_raised(tmp_path, monkeypatch) -> None
 
     monkeypatch.setattr(storage.Storage, "save", broken)
     verdict = g.finish(report(rollouts("local", COLD)))
-    assert verdict.lines == [
+    assert unwrapped(verdict.lines) == [
         f"rollout-tax: error: cannot save this run in {tmp_path / 'store'}/: "
         "[Errno 28] No space left on device"
     ]

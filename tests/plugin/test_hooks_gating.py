@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.cli import main as cli_main
 from pytest_rollout_tax.gate import history
@@ -86,7 +87,7 @@ def section(result: pytest.RunResult, title: str) -> list[str]:
         (i for i in range(start + 1, len(lines)) if re.fullmatch(r"=+ .* =+", lines[i])),
         len(lines),
     )
-    return lines[start + 1 : end]
+    return unwrapped(lines[start + 1 : end])
 
 
 def assert_usage_error(result: pytest.RunResult, *expected: str) -> None:
@@ -203,7 +204,10 @@ def test_ten_times_slower_fails_with_a_regression_section(suite: pytest.Pytester
     assert lines[-1] == "passed 1 of 3 check(s): teardown.p95:100s (local)"
 
 
-def test_a_failed_gate_states_its_verdict_first_and_last(suite: pytest.Pytester) -> None:
+def test_a_failed_gate_states_its_verdict_first_and_last(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     write_baseline(suite, "main", saved_run(suite), 0.01)  # the baseline was 100x faster
     result = run(suite, "--color=yes", "--rollout-compare=main",
                  "--rollout-compare-fail=cold_start.p50:15%", "--rollout-compare-fail=step.p50:15%",
@@ -211,16 +215,19 @@ def test_a_failed_gate_states_its_verdict_first_and_last(suite: pytest.Pytester)
     assert result.ret == 1
     result.assert_outcomes(passed=6)  # every test passed; the gate failed the session
     plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in result.outlines]
-    verdict = plain[-1]  # the session's last line
+    final = next(i for i in range(len(plain) - 1, -1, -1) if plain[i].startswith("="))
+    [verdict] = unwrapped(plain[final + 1 :])  # the session's last line, wrapped to 80 columns
     assert re.fullmatch(
         r"rollout-tax gate: FAILED \(exit status 1\): local cold_start\.p50 \+[\d.]+% "
         r"\(threshold 15%\); local step\.p50 \+[\d.]+% \(threshold 15%\)",
         verdict,
     ), verdict
-    assert plain[plain.index(section_heading(plain)) + 1] == verdict  # the summary's first line
+    first = plain.index(section_heading(plain)) + 1  # the summary's first line
+    assert unwrapped(plain[first : first + len(plain) - final - 1]) == [verdict]
+    assert all(len(line) <= 80 for line in plain[final + 1 :])
     # pytest's final line, just above: red, and it counts the failed gate (not "6 passed" alone)
-    assert re.fullmatch(r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", plain[-2])
-    assert result.outlines[-2].startswith("\x1b[31m=")  # red, as the exit status says
+    assert re.fullmatch(r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", plain[final])
+    assert result.outlines[final].startswith("\x1b[31m=")  # red, as the exit status says
 
 
 def test_a_passed_gate_states_its_verdict_first_and_last(suite: pytest.Pytester) -> None:
@@ -246,6 +253,111 @@ def section_heading(lines: list[str]) -> str:
     return next(line for line in lines if re.fullmatch(r"=+ rollout tax =+", line))
 
 
+def test_comparison_counts_say_what_they_count(suite: pytest.Pytester) -> None:
+    """Issue 30, item 9: the table's counts name their unit, as the gate's ``n=6/6 rollouts``
+    does, so ``480/480`` steps never reads as rollouts."""
+    real = saved_run(suite)
+    write_baseline(suite, "main", real, 0.01)
+    result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
+    assert result.ret == 1
+    rows = {" ".join(line.split()[:2]): line for line in section(result, "rollout tax")}
+    entry = real["substrates"]["local"]
+    for metric, noun in (("cold_start", "rollouts"), ("action", "probes"), ("step", "steps"),
+                         ("teardown", "rollouts")):  # fmt: skip
+        n = entry[metric]["n"]
+        assert rows[f"{metric} p50"].endswith(f" {n}/{n} {noun}"), rows[f"{metric} p50"]
+    assert entry["step"]["n"] != entry["cold_start"]["n"]  # steps, not rollouts
+    [failed] = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
+    rollouts = entry["cold_start"]["n"]
+    assert f"(n={rollouts}/{rollouts} rollouts)" in failed
+
+
+def test_the_current_run_keeps_dirty_in_the_header(suite: pytest.Pytester) -> None:
+    """Issue 30, item 9: ``now:`` names the commit as the saved run's label does, ``-dirty``
+    included."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=suite.path, check=True)
+    subprocess.run([*git, "add", "test_workload.py"], cwd=suite.path, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=suite.path, check=True)
+    with (suite.path / "test_workload.py").open("a") as file:
+        file.write("# uncommitted\n")
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=suite.path, capture_output=True, text=True, check=True
+    ).stdout.strip()[:12]
+    assert run(suite, "--rollout-save=main").ret == 0
+    result = run(suite, "--rollout-compare=main")
+    assert result.ret == 0
+    summary = section(result, "rollout tax")
+    [baseline] = [line for line in summary if line.startswith("baseline: ")]
+    [now] = [line for line in summary if line.startswith("now: ")]
+    assert baseline.endswith(f", {sha}-dirty)") and now.endswith(f", {sha}-dirty)"), summary
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_every_comparison_and_gate_line_fits_the_terminal(
+    suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    """Issue 30, item 10: at ``COLUMNS`` the gate's FAILED lines ran to 145-157 characters;
+    every line of the comparison and of the regression section fits now."""
+    write_baseline(suite, "main", saved_run(suite), 0.01)
+    monkeypatch.setenv("COLUMNS", str(columns))
+    result = run(
+        suite,
+        "--rollout-compare=main",
+        "--rollout-compare-fail=cold_start.p50:15%",
+        "--rollout-compare-fail=step.p95:15%",
+        "--rollout-compare-fail=worker_hours:10%",
+        "--rollout-compare-fail=action.p50:1ms",
+    )
+    assert result.ret == 1
+    start = next(i for i, line in enumerate(result.outlines) if line.startswith("baseline: "))
+    lines = result.outlines[start:]
+    assert max(len(line) for line in lines) <= columns, "\n".join(lines)
+    regression = section(result, "rollout tax regression")
+    assert sum(line.startswith("FAILED local ") for line in regression) >= 3
+    assert all("Mann-Whitney p=" in line for line in regression if line.startswith("FAILED"))
+
+
+TWO_TESTS = """
+import os
+import pytest
+
+@pytest.mark.trajectory(steps=20, rounds=10)
+def test_edit(sandbox):
+    sandbox.write_file("calc.py", "x = 1\\n")
+    assert sandbox.exec(os.environ.get("EDIT_COMMAND", "true")).exit_code == 0
+
+@pytest.mark.trajectory(steps=20, rounds=5)
+def test_run(sandbox):
+    assert sandbox.exec("true").exit_code == 0
+"""
+
+
+def test_the_gate_names_the_test_that_regressed(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 30, item 7: one line per test and substrate beside the totals, and the failed
+    check names the test whose own rollouts carry it: two real runs, where only test_edit's
+    command became slower."""
+    pytester.makepyfile(test_workload=TWO_TESTS)
+    assert run(pytester, "--rollout-save=main").ret == 0
+    monkeypatch.setenv("EDIT_COMMAND", "sleep 0.05")
+    result = run(pytester, "--rollout-compare=main", "--rollout-compare-fail=step.mean:50%")
+    assert result.ret == 1, result.stdout.str()
+    summary = section(result, "rollout tax")
+    by_test = [line for line in summary if line.startswith("local test_workload.py::")]
+    assert [line.split(":")[2] for line in by_test] == ["test_edit", "test_run"], summary
+    assert by_test[0].endswith(" 10/10 rollouts") and by_test[1].endswith(" 5/5 rollouts")
+    assert "cold_start p50 " in by_test[0] and ", step p50 " in by_test[0]
+    regression = section(result, "rollout tax regression")
+    [named] = [line for line in regression if " regressed in: " in line]
+    assert named.startswith("local step.mean regressed in: test_workload.py::test_edit ")
+    assert re.search(r"\(Mann-Whitney p=\S+ < 0\.05 \(n=10/10 rollouts\)\)$", named), named
+    assert "test_run" not in named
+
+
 def test_faster_run_passes(suite: pytest.Pytester) -> None:
     write_baseline(suite, "main", saved_run(suite), 10)  # the baseline was 10x slower
     result = run(suite, "--rollout-compare=main", "--rollout-compare-fail=cold_start.p50:15%")
@@ -257,7 +369,7 @@ def test_faster_run_passes(suite: pytest.Pytester) -> None:
 def test_compare_without_value_takes_the_newest(suite: pytest.Pytester) -> None:
     real = saved_run(suite)
     write_baseline(suite, "zz-slow", real, 10)
-    newest = write_baseline(suite, "aa-fast", real, 0.1)
+    newest = write_baseline(suite, "aa-fast", real, 0.01)
     result = run(suite, "--rollout-compare", "--rollout-compare-fail=step.p50:15%")
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"baseline: {newest.name} (*"])
@@ -265,7 +377,7 @@ def test_compare_without_value_takes_the_newest(suite: pytest.Pytester) -> None:
 
 def test_compare_by_path_and_autosave_number(suite: pytest.Pytester) -> None:
     real = saved_run(suite)
-    path = write_baseline(suite, "x", real, 0.1)
+    path = write_baseline(suite, "x", real, 0.01)  # 100x faster, beyond any load
     moved = path.rename(suite.path / "baseline.json")
     assert run(suite, f"--rollout-compare={moved}", "--rollout-compare-fail=step.p50:15%").ret == 1
     assert run(suite, "--rollout-autosave").ret == 0
@@ -274,7 +386,7 @@ def test_compare_by_path_and_autosave_number(suite: pytest.Pytester) -> None:
 
 def test_save_and_compare_the_same_name(suite: pytest.Pytester) -> None:
     real = saved_run(suite, "main")
-    write_baseline(suite, "main", real, 0.1)
+    write_baseline(suite, "main", real, 0.01)
     result = run(suite, "--rollout-compare=main", "--rollout-save=main",
                  "--rollout-compare-fail=step.p50:15%")  # fmt: skip
     assert result.ret == 1  # compared with the old main, then replaced it
@@ -329,7 +441,7 @@ def test_missing_baseline_passes_with_a_warning(
 ) -> None:
     result = run(suite, option, "--rollout-compare-fail=cold_start.p95:1%", "--rollout-autosave")
     assert result.ret == 0
-    [line] = [line for line in result.outlines if line.startswith("rollout-tax: no ")]
+    [line] = [line for line in unwrapped(result.outlines) if line.startswith("rollout-tax: no ")]
     assert line.startswith(warning) and line.endswith("(this run is not failed)")
     assert "rollout tax regression" not in result.stdout.str()
     assert len(list((suite.path / STORE).iterdir())) == 1  # the first run still saves
@@ -429,7 +541,7 @@ def test_xdist_saves_every_workers_rollouts_once(suite: pytest.Pytester) -> None
 
 @needs_xdist
 def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
-    write_baseline(suite, "main", saved_run(suite), 0.1)
+    write_baseline(suite, "main", saved_run(suite), 0.01)  # 100x faster, beyond any load
     result = run(suite, "-n", "2", "--rollout-compare=main", "--rollout-compare-fail=step.p50:15%")
     assert result.ret == 1
     assert result.stdout.str().count("rollout tax regression") == 1
@@ -437,10 +549,11 @@ def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
     assert len(failed) == 1 and "(n=6/6 rollouts)" in failed[0]  # all workers' rollouts
     verdict = "rollout-tax gate: FAILED (exit status 1): local step.p50 +"
     assert section(result, "rollout tax")[0].startswith(verdict)  # the controller's, once
-    assert result.outlines[-1].startswith(verdict)
-    assert re.fullmatch(
-        r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", result.outlines[-2]
-    )
+    lines = result.outlines
+    final = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("="))
+    [last] = unwrapped(lines[final + 1 :])
+    assert last.startswith(verdict)
+    assert re.fullmatch(r"=+ 6 passed, 1 rollout-tax gate failed in [\d.]+s =+", lines[final])
 
 
 @needs_xdist

@@ -59,7 +59,7 @@ def test_the_excess_command_time_is_the_isolation_part_counted_in_tax_hours():
     [line] = isolation.runtime_lines(built["substrates"])
     tax = gvisor["tax_hours"] - runc["tax_hours"]
     assert line == (
-        f"docker-gvisor vs docker: action p50 1x, command 3x, cold start 1x, tax-hours {tax:+,.0f}"
+        f"docker-gvisor vs docker: action p50 1x, command 3x, cold start 1x, {tax:+,.0f} tax-hours"
     )
 
 

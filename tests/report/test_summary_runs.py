@@ -18,7 +18,7 @@ from support.summary_runs import ROOT, joined, run_pytest
 
 from pytest_rollout_tax.replay.load import load
 from pytest_rollout_tax.report.noise import ALPHA
-from pytest_rollout_tax.report.units import hours, ratio
+from pytest_rollout_tax.report.units import hours, ratio, seconds
 from pytest_rollout_tax.summary.terminal import render_summary
 
 VARIANTS = """\
@@ -136,7 +136,12 @@ def test_a_pool_is_compared_as_a_pool_and_a_transport_as_a_transport(suite_run):
     pool, docker = report["substrates"]["docker-pool"], report["substrates"]["docker"]
     extra = pool["worker_hours"] - docker["worker_hours"]
     assert "docker-pool vs docker, pool of 2 vs none: cold start p50 " in text
-    assert f"per rollout, worker-hours {extra:+,.0f}" in text
+    assert f"per rollout, {extra:+,.0f} worker-hours" in text
+    claim, create = pool["cold_start"]["p50"], docker["cold_start"]["p50"]  # signed, issue 30
+    word = "faster" if claim < create else "slower"
+    assert f"(create) ({seconds(abs(claim - create))} {word})" in text
+    saves = pool["pool"]["creations"]["mean"] >= pool["cold_start"]["mean"]
+    assert f"per rollout a claim {'saves' if saves else 'costs'} " in text
     assert "docker-session vs docker, transport session vs exec: step overhead " in text
     assert "docker-pool vs docker, transport" not in text
     assert "docker-pool vs docker: action" not in text

@@ -311,7 +311,7 @@ def test_gvisor_makes_commands_slower_and_the_excess_is_counted_as_isolation_tax
     assert line.startswith("docker-gvisor vs docker: action p50 ")
     assert f"command {info['command_ratio']:.2g}x, cold start " in line
     figures, _, verdict = line.partition("; ")
-    assert figures.endswith(f"tax-hours {gvisor['tax_hours'] - runc['tax_hours']:+,.0f}")
+    assert figures.endswith(f"{gvisor['tax_hours'] - runc['tax_hours']:+,.0f} tax-hours")
     assert "noise" in verdict  # every comparison says whether it is beyond the noise
 
 

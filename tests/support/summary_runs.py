@@ -38,3 +38,14 @@ def summary_of(output: str) -> list[str]:
 def joined(lines: list[str]) -> str:
     """The summary as one string, its wrapped notes joined back."""
     return " ".join(line.strip() for line in lines)
+
+
+def unwrapped(lines: list[str]) -> list[str]:
+    """Lines with their wrapped continuations (indented four spaces) joined back to them."""
+    notes: list[str] = []
+    for line in lines:
+        if line.startswith("    ") and notes:
+            notes[-1] += " " + line.strip()
+        else:
+            notes.append(line)
+    return notes
