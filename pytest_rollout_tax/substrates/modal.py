@@ -110,9 +110,10 @@ class ModalOptions(SubstrateOptions):
             raise ValueError(f"cpu={self.cpu}: physical cores, expected > 0 and <= 64")
         if self.memory is not None and not 0 < self.memory <= 1 << 20:
             raise ValueError(f"memory={self.memory}: MiB, expected > 0 and <= 1048576")
-        if self.max_creates_per_s is not None and not 0 < self.max_creates_per_s <= 10_000:
+        if self.max_creates_per_s is not None and not 0 <= self.max_creates_per_s <= 10_000:
             raise ValueError(
-                f"max_creates_per_s={self.max_creates_per_s}: expected > 0 (none: unpaced)"
+                f"max_creates_per_s={self.max_creates_per_s}: expected 0 to 10,000 "
+                "(0 or none: unpaced)"
             )
         reserved = sorted(key for key in self.tags if key.startswith(LABEL_PREFIX))
         if reserved:

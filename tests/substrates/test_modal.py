@@ -142,7 +142,10 @@ def test_the_registry_finds_it_and_options_reach_the_service(modal_env: StandInM
         ({"image": " "}, "image: must not be empty"),
         ({"cpu": "0"}, "cpu=0.0: physical cores, expected > 0"),
         ({"memory": "-1"}, "memory=-1: MiB, expected > 0"),
-        ({"max_creates_per_s": "0"}, "max_creates_per_s=0.0: expected > 0 (none: unpaced)"),
+        (
+            {"max_creates_per_s": "-1"},
+            "max_creates_per_s=-1.0: expected 0 to 10,000 (0 or none: unpaced)",
+        ),
         ({"tags": "rollout-tax.io/session=x"}, "rollout-tax.io/session: rollout-tax.io/*"),
         ({"workdir": "work"}, "workdir='work': must be an absolute path"),
         ({"transport": "session"}, "modal.transport='session': modal offers exec"),
