@@ -237,7 +237,9 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
             monkeypatch.delenv(variable, raising=False)
         for variable, value in fixture("e2b_server").env().items():
             monkeypatch.setenv(variable, value)
-        return E2BSubstrate()
+        # a contract module shares one sandbox: on a loaded machine it outlives the default
+        # 300 s lifetime, which the stand-in enforces as E2B does
+        return E2BSubstrate(timeout=3600)
     if name in ("daytona", "daytona-live"):
         from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
 

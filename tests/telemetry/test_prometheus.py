@@ -15,10 +15,16 @@ from support.timelines import record
 from pytest_rollout_tax.telemetry.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
 
 COLD_S = [0.31, 0.42, 0.55, 0.61, 0.72, 0.93, 1.3, 2.2, 0.48]
+#: A name no real run in the session pushes: the Pushgateway and Prometheus are shared, and a
+#: query must not read another test's push from the scrape before this one's.
+SUBSTRATE = "docker-pushed"
 
 
 def _records() -> list[dict]:
-    return [record(sandbox_id=f"s{i}", cold_start_s=cold) for i, cold in enumerate(COLD_S)]
+    return [
+        record(sandbox_id=f"s{i}", cold_start_s=cold, substrate=SUBSTRATE)
+        for i, cold in enumerate(COLD_S)
+    ]
 
 
 def _bucket(ms: float) -> int:
@@ -29,7 +35,7 @@ def test_histogram_quantile_lands_in_the_bucket_of_the_reports_p50(prometheus):
     assert push(_records(), prometheus.pushgateway) is None
     query = (
         "histogram_quantile(0.5, sum by (le) "
-        '(rollout_tax_sandbox_startup_latency_ms_bucket{substrate="docker"}))'
+        f'(rollout_tax_sandbox_startup_latency_ms_bucket{{substrate="{SUBSTRATE}"}}))'
     )
     wait_for(lambda: prometheus.query(query), "Prometheus to scrape the gateway", timeout=60)
     (sample,) = prometheus.query(query)
@@ -50,7 +56,8 @@ def test_the_histogram_carries_agent_sandboxs_buckets_and_labels():
 def test_the_textfile_is_written_for_the_node_exporter(tmp_path):
     path = tmp_path / "rollout_tax.prom"
     assert write(_records(), str(path)) is None
-    assert 'rollout_tax_rollouts_total{outcome="passed",substrate="docker"} 9.0' in path.read_text()
+    expected = f'rollout_tax_rollouts_total{{outcome="passed",substrate="{SUBSTRATE}"}} 9.0'
+    assert expected in path.read_text()
 
 
 def test_an_unwritable_textfile_is_one_warning_line(tmp_path):
