@@ -301,9 +301,19 @@ def step_overhead(action_s: float, step_s: float | None = None) -> float:
     return action_s if step_s is None else min(action_s, step_s)
 
 
+def isolation_per_step(means: Means) -> float:
+    """A sandbox runtime's excess command time per step, never more than the command time it
+    is taken from (the step's rest, ``step - min(action, step)``): the parts stay the hours."""
+    if not means.isolation_s:
+        return 0.0
+    if means.action_s is None or means.step_s is None:
+        return means.isolation_s
+    return min(means.isolation_s, means.step_s - step_overhead(means.action_s, means.step_s))
+
+
 def isolation_hours(means: Means, scale: Scale) -> float:
     """Hours a sandbox runtime adds to the commands: ``N * S * isolation``."""
-    return scale.rollouts * (scale.steps or 0) * (means.isolation_s or 0.0) / SECONDS_PER_HOUR
+    return scale.rollouts * (scale.steps or 0) * isolation_per_step(means) / SECONDS_PER_HOUR
 
 
 def tax_hours(means: Means, scale: Scale) -> float | None:

@@ -109,16 +109,18 @@ def test_the_decomposition_adds_up_over_random_inputs():
         )
         cold, action, step, teardown = (10 ** rng.uniform(-6, 3) for _ in range(4))
         idle = rng.choice([0.0, 10 ** rng.uniform(-3, 3)])
+        isolation = rng.choice([None, 10 ** rng.uniform(-6, 3)])  # at times beyond the command
         parts = decompose(
             scale, cold_start_s=cold, action_s=action, step_s=step, teardown_s=teardown,
-            idle_s=idle,
+            idle_s=idle, isolation_s=isolation,
         )  # fmt: skip
         worker = worker_hours(
             scale, cold_start_s=cold, step_s=step, teardown_s=teardown, idle_s=idle
         )
         tax = tax_hours(
-            scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step, idle_s=idle
-        )
+            scale, cold_start_s=cold, action_s=action, teardown_s=teardown, step_s=step,
+            idle_s=idle, isolation_s=isolation,
+        )  # fmt: skip
         assert parts.worker_hours == pytest.approx(worker, rel=1e-9)
         assert parts.tax_hours == pytest.approx(tax, rel=1e-9)
         assert min(parts.to_dict().values()) >= 0 and parts.tax_hours <= parts.worker_hours
@@ -236,6 +238,18 @@ def test_a_substrates_recorded_think_time_counts_unless_an_option_set_one():
     assert project(recorded, unset).worker_hours == pytest.approx(1.0 + 10 * 2.0)
     given = Scale(rollouts=3600, steps=10, think_time_s=0.5)
     assert project(recorded, given).worker_hours == pytest.approx(1.0 + 10 * 0.5)
+
+
+def test_isolation_never_exceeds_the_command_time_it_is_taken_from():
+    """A runtime's probe slower than its mean step leaves no command time to the step: the
+    pooled excess over runc's command time cannot make the parts exceed the hours (tax 102%)."""
+    scale = Scale(rollouts=3600, steps=10)
+    capped = project(means(2.0, step_s=0.098, action_s=0.111, isolation_s=0.01), scale)
+    assert capped.decomposition.isolation == 0.0 and capped.decomposition.command == 0.0
+    assert capped.tax_hours == pytest.approx(capped.worker_hours)
+    partly = project(means(2.0, step_s=0.3, action_s=0.25, isolation_s=0.2), scale)
+    assert partly.decomposition.isolation == pytest.approx(10 * 0.05)
+    assert partly.decomposition.worker_hours == pytest.approx(partly.worker_hours)
 
 
 def test_isolation_moves_from_the_command_time_to_the_tax():
