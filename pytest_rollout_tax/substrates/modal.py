@@ -313,6 +313,12 @@ class ModalSubstrate(Substrate):
         return found
 
     @property
+    def connection(self) -> str:
+        """``per-rollout`` (each rollout's client connects, paid in its cold start) or
+        ``reused`` (the substrate's one client)."""
+        return "reused" if self.options.reuse_connection else "per-rollout"
+
+    @property
     def resources(self) -> Resources:
         """The request Modal bills at least (it bills ``max(request, use)``): ``cpu`` physical
         cores, 2 vCPU each, and ``memory`` MiB; unset, Modal's default request."""

@@ -265,6 +265,7 @@ def test_a_burst_above_the_limit_is_rate_limited_unless_paced(
 
 def test_each_rollout_opens_its_own_connection_unless_reused(modal_factory: Factory) -> None:
     own, shared = modal_factory(), modal_factory(reuse_connection=True)
+    assert (own.connection, shared.connection) == ("per-rollout", "reused")  # the row says it
     with own.start() as first, own.start() as second:
         assert first.handle.client is not None and first.handle.client is not second.handle.client
     with shared.start() as sb:
