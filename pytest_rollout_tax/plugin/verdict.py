@@ -26,6 +26,8 @@ class SessionVerdict:
     reasons: tuple[str, ...] = ()
     #: What the gate checked (``2 check(s) against main.json``), for a run that passed.
     checked: tuple[str, ...] = ()
+    #: The width its line is wrapped to: the gate's (the terminal's).
+    width: int = MIN_WIDTH
 
     @property
     def failed(self) -> bool:
@@ -39,9 +41,8 @@ class SessionVerdict:
         return f"rollout-tax gate: passed ({'; '.join(self.checked)})"
 
     def write(self, reporter: pytest.TerminalReporter, exit_status: int) -> None:
-        """The line, wrapped to the terminal's width, red when failed and green when passed."""
-        width = max(MIN_WIDTH, reporter.config.get_terminal_writer().fullwidth)
-        for part in wrap(self.line(exit_status), width):
+        """The line, wrapped to the width, red when failed and green when passed."""
+        for part in wrap(self.line(exit_status), self.width):
             reporter.write_line(part, red=self.failed, green=not self.failed, bold=True)
 
 
@@ -74,7 +75,7 @@ def session_verdict(
         checked.append("no new slowdown in the saved runs' history")
     if not reasons and not checked:
         return None
-    return SessionVerdict(tuple(reasons), tuple(checked))
+    return SessionVerdict(tuple(reasons), tuple(checked), verdict.width)
 
 
 def mark_final_line(reporter: pytest.TerminalReporter, verdict: SessionVerdict) -> None:

@@ -160,16 +160,21 @@ def test_autosave_numbers_each_run(suite: pytest.Pytester) -> None:
     assert names[1].startswith("0002_")
 
 
-def test_autosave_names_the_commit(suite: pytest.Pytester) -> None:
+def committed(suite: pytest.Pytester) -> str:
+    """The suite's folder made a git checkout with its workload committed; the commit's sha."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
     subprocess.run([*git, "init", "-q"], cwd=suite.path, check=True)
     subprocess.run([*git, "add", "test_workload.py"], cwd=suite.path, check=True)
     subprocess.run([*git, "commit", "-qm", "x"], cwd=suite.path, check=True)
-    sha = subprocess.run(
+    return subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=suite.path, capture_output=True, text=True, check=True
     ).stdout.strip()
+
+
+def test_autosave_names_the_commit(suite: pytest.Pytester) -> None:
+    sha = committed(suite)
     assert run(suite, "--rollout-autosave").ret == 0
     [path] = (suite.path / STORE).iterdir()
     assert path.name == f"0001_{sha[:12]}.json"
@@ -275,17 +280,9 @@ def test_comparison_counts_say_what_they_count(suite: pytest.Pytester) -> None:
 def test_the_current_run_keeps_dirty_in_the_header(suite: pytest.Pytester) -> None:
     """Issue 30, item 9: ``now:`` names the commit as the saved run's label does, ``-dirty``
     included."""
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    git = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-    subprocess.run([*git, "init", "-q"], cwd=suite.path, check=True)
-    subprocess.run([*git, "add", "test_workload.py"], cwd=suite.path, check=True)
-    subprocess.run([*git, "commit", "-qm", "x"], cwd=suite.path, check=True)
+    sha = committed(suite)[:12]
     with (suite.path / "test_workload.py").open("a") as file:
         file.write("# uncommitted\n")
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=suite.path, capture_output=True, text=True, check=True
-    ).stdout.strip()[:12]
     assert run(suite, "--rollout-save=main").ret == 0
     result = run(suite, "--rollout-compare=main")
     assert result.ret == 0
