@@ -27,9 +27,9 @@ from pathlib import Path
 import execnet
 
 from pytest_rollout_tax import Rollout, Step
+from pytest_rollout_tax.core.files import write_json
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import summarize
-from pytest_rollout_tax.report.files import write_json
 from pytest_rollout_tax.report.projection import Scale
 
 KINDS = ("exec", "exec", "exec", "write_file", "read_file")

@@ -35,10 +35,10 @@ from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.core.substrate import Substrate
 from pytest_rollout_tax.fleet import burst
 from pytest_rollout_tax.fleet.pool import WarmPool
-from pytest_rollout_tax.report.units import seconds
 from pytest_rollout_tax.substrates.docker import DockerSubstrate
 from pytest_rollout_tax.substrates.e2b import E2BSubstrate
 from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
+from pytest_rollout_tax.text.units import seconds
 
 #: The pool target: claimed p50 at most this fraction of the cold p50.
 POOL_TARGET = 1 / 3

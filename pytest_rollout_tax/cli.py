@@ -18,15 +18,15 @@ from tabulate import tabulate
 
 from . import flags
 from .core import prices
+from .core.files import check_report_path, write_json
+from .core.noise import ALPHA, MIN_SAMPLES
 from .errors import RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
+from .gate.sides import reproject
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
 from .page import plots
 from .report import merge
-from .report.files import check_report_path, write_json
-from .report.noise import ALPHA, MIN_SAMPLES
-from .report.sides import reproject
 from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"

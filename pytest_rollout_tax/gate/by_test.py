@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..core.record import workload_of
 from ..report.projection import Scale
-from ..report.sides import Side, rollout_samples
-from ..report.units import percent, seconds
+from ..text.units import percent, seconds
+from .sides import Side, rollout_samples
 
 #: The figures of a test's comparison line.
 FIGURES = (("cold_start", "p50"), ("step", "p50"))

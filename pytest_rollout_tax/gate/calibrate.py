@@ -15,12 +15,12 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..core.noise import MIN_SAMPLES
 from ..core.record import workload_of
 from ..errors import ConfigError
-from ..report.noise import MIN_SAMPLES
 from ..report.projection import Scale
-from ..report.sides import Side, rollout_samples, scale_of
 from .compare import Check, judge
+from .sides import Side, rollout_samples, scale_of
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
 MIN_COMPARISONS = 500

@@ -20,15 +20,15 @@ from typing import Literal
 
 from tabulate import tabulate
 
+from ..core.noise import Evidence, evidence
 from ..core.record import workload_of
 from ..core.stats import STAT_NAMES, min_samples
 from ..errors import ConfigError
-from ..report.noise import Evidence, evidence
 from ..report.schema import SAMPLE_METRICS
-from ..report.sides import Side, scale_of, sides
-from ..report.units import dollars, hours, percent, seconds, value
-from ..report.width import MIN_WIDTH, terminal_width, wrap
+from ..text.units import dollars, hours, percent, seconds, value
+from ..text.width import MIN_WIDTH, terminal_width, wrap
 from .by_test import lines_by_test, sides_by_test
+from .sides import Side, scale_of, sides
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")

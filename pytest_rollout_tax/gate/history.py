@@ -20,8 +20,8 @@ from tabulate import tabulate
 
 from ..errors import HistoryUnavailable, RolloutTaxError
 from ..report.projection import Scale
-from ..report.sides import Side, project_entry, scale_of
-from ..report.units import percent, value
+from ..text.units import percent, value
+from .sides import Side, project_entry, scale_of
 from .storage import SavedRun, Storage, load
 
 #: A change point counts when the t-test between its neighbouring segments gives p below this

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.files import write_json
 from ..core.limits import file_number
 from ..core.paths import regular_file
 from ..core.stats import STAT_NAMES
 from ..core.writable import check_writable_directory
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
-from ..report.files import write_json
 from ..report.schema import READABLE_SCHEMAS, SAMPLE_METRICS, SCHEMA
 
 DEFAULT_STORAGE = ".rollout-tax"

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from ..core.files import check_report_path
 from ..page import html, plots
-from ..report.files import check_report_path
 from . import GATE, OUTPUT_ERROR, add_option, option
 
 FLAG = "--rollout-html"

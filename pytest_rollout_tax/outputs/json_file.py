@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ..report.files import check_report_path, write_json
+from ..core.files import check_report_path, write_json
 from . import OUTPUT_ERROR, add_option, option
 
 FLAG = "--rollout-json"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ..report.files import check_report_path
+from ..core.files import check_report_path
 from . import add_option, option
 
 PUSH = "--rollout-prometheus-push"

@@ -13,17 +13,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core.files import write_atomically
 from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
+from ..gate.sides import Side, sides
 from ..report.build import scale_of
-from ..report.files import write_atomically
 from ..report.projection import Means, project
-from ..report.sides import Side, sides
-from ..report.units import hours, seconds
 from ..report.validity import no_valid_result
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
+from ..text.units import hours, seconds
 from . import plots
 from .leaderboard import board, verdict_line
 from .markup import e, notes, table

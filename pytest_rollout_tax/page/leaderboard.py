@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..gate.compare import Outcome, percent
+from ..gate.sides import project_entry, scale_of
 from ..report.projection import Means, Scale, project
-from ..report.sides import project_entry, scale_of
-from ..report.units import dollars, hours, ratio, share
 from ..report.validity import no_valid_result
+from ..text.units import dollars, hours, ratio, share
 from .markup import e, table
 
 

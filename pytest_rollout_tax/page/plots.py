@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PlotsUnavailable
-from ..report.units import PART_LABELS
+from ..text.units import PART_LABELS
 
 #: Points drawn per ECDF curve at most: a 10,000-rollout run stays a small page.
 ECDF_POINTS = 300

@@ -15,7 +15,7 @@ import pytest
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
-from ..report.width import terminal_width
+from ..text.width import terminal_width
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..report.units import seconds
+from ..text.units import seconds
 
 #: A cold start pending this long (seconds) brings the line up.
 AFTER_S = 2.0

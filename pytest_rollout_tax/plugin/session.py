@@ -23,9 +23,9 @@ from ..outputs import OUTPUT_ERROR
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.machine import commit_info, machine_info
-from ..report.width import MIN_WIDTH, terminal_width
 from ..summary import sections
 from ..summary.terminal import render, render_nothing_ran
+from ..text.width import MIN_WIDTH, terminal_width
 from . import xdist
 from .gating import Gate
 from .progress import ColdStartProgress

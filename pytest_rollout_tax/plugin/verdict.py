@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from ..gate.compare import Verdict
-from ..report.width import MIN_WIDTH, wrap
+from ..text.width import MIN_WIDTH, wrap
 from .gating import Gate
 
 #: The count pytest's final line gains when the rollout tax failed the session

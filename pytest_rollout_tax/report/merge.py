@@ -13,12 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.files import write_json
 from ..errors import MergeRefused
 from ..fleet import burst
 from ..fleet.pool import PoolStats
 from .aggregate import Aggregate
 from .build import Fleet, summarize
-from .files import write_json
 from .machine import CLOCK_NOTE
 from .projection import Scale
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from ..core.noise import evidence
 from ..core.record import step_walls
-from .noise import evidence
 from .projection import SECONDS_PER_HOUR, Scale, rollout_seconds
 from .validity import failed_all, isolates, no_valid_result, success_rate
 

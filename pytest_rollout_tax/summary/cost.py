@@ -7,7 +7,7 @@ from datetime import date
 
 from ..core.price import STALE_AFTER_DAYS
 from ..report.projection import rate_of
-from ..report.units import PART_LABELS, dollars, share
+from ..text.units import PART_LABELS, dollars, share
 
 
 def cost_lines(report: dict, names: list[str], today: date | None = None) -> list[str]:

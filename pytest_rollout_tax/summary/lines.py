@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..core.stats import min_samples
 from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
-from ..report.units import dollars, hours, ratio, seconds
+from ..text.units import dollars, hours, ratio, seconds
 
 
 def ranked_names(report: dict) -> list[str]:

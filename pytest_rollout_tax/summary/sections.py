@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..fleet import burst
-from ..report import isolation
-from ..report.units import PART_LABELS, hours, seconds, share
 from ..report.validity import no_valid_result
+from ..text.units import PART_LABELS, hours, seconds, share
+from . import isolation
 from .clients import client_lines
 from .cost import cost_lines
 from .lines import (

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..report.units import hours, seconds
 from ..report.validity import no_valid_result
+from ..text.units import hours, seconds
 
 #: The columns' separator.
 GAP = "  "

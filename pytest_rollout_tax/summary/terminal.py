@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..report.width import terminal_width, wrap
+from ..text.width import terminal_width, wrap
 from .lines import not_run_lines
 from .sections import Summary, summarize
 from .table import table_lines

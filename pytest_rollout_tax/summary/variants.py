@@ -1,6 +1,6 @@
 """Variants of one substrate kind compared like with like: each with the kind's plain variant,
 on what differs between them (its transport, its warm pool); a runtime or a snapshot is
-compared by report/isolation.py, with the variant that differs from it in that alone."""
+compared by summary/isolation.py, with the variant that differs from it in that alone."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import Callable
 from ..fleet.pool import entry_idle_per_claim
 from ..report.isolation import DEFAULT_RUNTIME
 from ..report.projection import step_overhead
-from ..report.units import ratio, seconds, signed_hours
 from ..report.validity import no_valid_result
+from ..text.units import ratio, seconds, signed_hours
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
 #: default. A new aspect (e.g. a container runtime) is one getter here, one default and one
@@ -137,7 +137,7 @@ def _faster(now: float, base: float) -> str:
 
 
 def _by_isolation(name: str, entry: dict, base_name: str, base: dict) -> None:
-    """None: isolation.runtime_lines and snapshot_lines make these comparisons, each against
+    """None: summary.isolation.runtime_lines and snapshot_lines make these comparisons, each against
     the variant that differs in that aspect alone (the same transport)."""
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..core.noise import evidence
 from ..report.build import scale_of
-from ..report.noise import evidence
 from ..report.ranking import report_units
 
 #: Judge(variant, reference) -> the clause that follows the comparison's figures.

@@ -17,12 +17,12 @@ import pytest
 from support.reports import build_report
 
 from pytest_rollout_tax.cli import main
+from pytest_rollout_tax.core.noise import ALPHA, MIN_SAMPLES
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.gate import calibrate
 from pytest_rollout_tax.gate.calibrate import Calibrator, populations, wilson
 from pytest_rollout_tax.gate.compare import Check
-from pytest_rollout_tax.report.noise import ALPHA, MIN_SAMPLES
 from pytest_rollout_tax.report.projection import Scale
 
 EXAMPLE_SUITE = Path(__file__).resolve().parents[2] / "example_suite"

@@ -8,12 +8,11 @@ import pytest
 from support.reports import COLD, report, rollouts
 from support.summary_runs import unwrapped
 
+from pytest_rollout_tax.core.noise import ALPHA
 from pytest_rollout_tax.core.record import Rollout
 from pytest_rollout_tax.errors import ConfigError
-from pytest_rollout_tax.gate import compare, storage
+from pytest_rollout_tax.gate import compare, sides, storage
 from pytest_rollout_tax.gate.compare import Check, Threshold, compare_reports
-from pytest_rollout_tax.report import sides
-from pytest_rollout_tax.report.noise import ALPHA
 from pytest_rollout_tax.report.projection import Scale
 
 

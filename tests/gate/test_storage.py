@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.reports import as_schema_1, build_report
 
+from pytest_rollout_tax.core import files as report_module
 from pytest_rollout_tax.core.record import Rollout, Step, steps_of
 from pytest_rollout_tax.gate.storage import (
     NoSavedRun,
@@ -20,7 +21,6 @@ from pytest_rollout_tax.gate.storage import (
     check_name,
     load,
 )
-from pytest_rollout_tax.report import files as report_module
 from pytest_rollout_tax.report.projection import Scale
 
 

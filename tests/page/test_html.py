@@ -19,12 +19,12 @@ from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.gate.compare import Check, compare_reports, table_rows
+from pytest_rollout_tax.gate.sides import sides
 from pytest_rollout_tax.page import html as html_report
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, scale_of, summarize
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.sides import sides
 from pytest_rollout_tax.summary.lines import few_samples_lines, ranked_names
 from pytest_rollout_tax.summary.sections import burst_line, fleet_lines, shares_line
 from pytest_rollout_tax.summary.sections import summarize as summarize_lines

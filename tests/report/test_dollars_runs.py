@@ -14,8 +14,8 @@ from pytest_rollout_tax.core.price import PriceOptions, Resources
 from pytest_rollout_tax.core.prices import rate_for
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.units import ratio
 from pytest_rollout_tax.summary.terminal import render_summary
+from pytest_rollout_tax.text.units import ratio
 
 plots.require()  # before pytester's in-process runs unload what they import
 

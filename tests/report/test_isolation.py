@@ -11,6 +11,7 @@ from support.reports import report
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.report import isolation
 from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.summary.isolation import runtime_lines, snapshot_lines
 
 SCALE = Scale(rollouts=1000, steps=10)
 
@@ -56,7 +57,7 @@ def test_the_excess_command_time_is_the_isolation_part_counted_in_tax_hours():
     untaxed = parts["cold_start"] + parts["overhead"] + parts["teardown"] + parts["idle"]
     assert gvisor["tax_hours"] == pytest.approx(untaxed + parts["isolation"])
     assert "isolation" not in runc and "isolation" not in runc["decomposition"]
-    [line] = isolation.runtime_lines(built["substrates"])
+    [line] = runtime_lines(built["substrates"])
     tax = gvisor["tax_hours"] - runc["tax_hours"]
     assert line == (
         f"docker-gvisor vs docker: action p50 1x, command 3x, cold start 1x, {tax:+,.0f} tax-hours"
@@ -75,7 +76,7 @@ def test_without_a_reference_the_part_is_unknown_and_said_so():
     )
     entry = built["substrates"]["docker-gvisor"]
     assert entry["isolation"]["reference"] is None and "isolation" not in entry["decomposition"]
-    assert isolation.runtime_lines(built["substrates"]) == [
+    assert runtime_lines(built["substrates"]) == [
         "docker-gvisor: isolation unknown (no runc docker variant on the same transport in the run)"
     ]
 
@@ -100,7 +101,7 @@ def test_the_snapshot_line_compares_the_restore_with_preparing():
         rollout.cold_start_s = 2.5
     built = report(plain, snap, scale=SCALE)
     assert built["substrates"]["docker-snap"]["snapshot"] is True
-    assert isolation.snapshot_lines(built["substrates"]) == [
+    assert snapshot_lines(built["substrates"]) == [
         "docker-snap vs docker-gvisor: cold start 0.2x (500ms restored vs 2.5s prepared); "
         "once per test and worker: prepare 2.5s + checkpoint 300ms"
     ]

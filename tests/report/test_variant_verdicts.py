@@ -9,8 +9,8 @@ import shutil
 
 from support.summary_runs import ROOT, joined, run_pytest
 
+from pytest_rollout_tax.core.noise import ALPHA, evidence
 from pytest_rollout_tax.report.build import scale_of
-from pytest_rollout_tax.report.noise import ALPHA, evidence
 from pytest_rollout_tax.report.ranking import report_units
 
 

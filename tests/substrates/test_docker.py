@@ -35,7 +35,6 @@ from pytest_rollout_tax.errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from pytest_rollout_tax.report.units import ratio as format_ratio
 from pytest_rollout_tax.substrates.docker import (
     DEFAULT_IMAGE,
     OWNER_LABEL,
@@ -47,6 +46,7 @@ from pytest_rollout_tax.substrates.docker import (
 from pytest_rollout_tax.substrates.docker import exec as docker_exec
 from pytest_rollout_tax.substrates.docker import shell as docker_shell
 from pytest_rollout_tax.substrates.docker.lifecycle import USER_LABEL, current_user
+from pytest_rollout_tax.text.units import ratio as format_ratio
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,10 +16,10 @@ import sys
 import pytest
 from support.summary_runs import ROOT, joined, run_pytest
 
+from pytest_rollout_tax.core.noise import ALPHA
 from pytest_rollout_tax.replay.load import load
-from pytest_rollout_tax.report.noise import ALPHA
-from pytest_rollout_tax.report.units import hours, ratio, seconds
 from pytest_rollout_tax.summary.terminal import render_summary
+from pytest_rollout_tax.text.units import hours, ratio, seconds
 
 VARIANTS = """\
 [tool.rollout-tax.substrates.docker-session]

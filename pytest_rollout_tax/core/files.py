@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..core.paths import regular_file
-from ..core.writable import check_writable_file
 from ..errors import ConfigError, NotRegularFileError
+from .paths import regular_file
+from .writable import check_writable_file
 
 
 def current_umask() -> int:

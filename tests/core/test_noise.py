@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_rollout_tax.report.noise import ALPHA, MIN_SAMPLES, evidence, mann_whitney_greater
+from pytest_rollout_tax.core.noise import ALPHA, MIN_SAMPLES, evidence, mann_whitney_greater
 
 COLD = [1.00, 1.21, 0.93, 1.08, 1.15, 0.97, 1.04, 1.12]
 

@@ -9,16 +9,16 @@ from contextlib import contextmanager
 import pytest
 from support.reports import build_report, rollout
 
+from pytest_rollout_tax.core.files import check_report_path, current_umask, write_json
 from pytest_rollout_tax.errors import ConfigError, NotRegularFileError
 from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, summarize
-from pytest_rollout_tax.report.files import check_report_path, current_umask, write_json
 from pytest_rollout_tax.report.projection import Scale
-from pytest_rollout_tax.report.units import seconds
 from pytest_rollout_tax.summary import sections as report_module
 from pytest_rollout_tax.summary.sections import shares_line
 from pytest_rollout_tax.summary.terminal import render_summary
+from pytest_rollout_tax.text.units import seconds
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
-from .build import projected_keys, projection_of, scale_of, spread_of
-from .projection import (
+from ..report.build import projected_keys, projection_of, scale_of, spread_of
+from ..report.projection import (
     Means,
     Projected,
     RankBy,
@@ -20,8 +20,8 @@ from .projection import (
     rollout_seconds,
     worker_hours,
 )
-from .ranking import rank, report_units
-from .schema import SAMPLE_METRICS
+from ..report.ranking import rank, report_units
+from ..report.schema import SAMPLE_METRICS
 
 
 @dataclass(frozen=True)

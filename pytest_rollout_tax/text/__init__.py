@@ -1,0 +1,1 @@
+"""How figures and lines read, for every wing that writes text: units and the width."""
