@@ -293,7 +293,7 @@ def run_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         except RolloutTaxError as exc:
             rows.append([path.name, "-", "-", f"unusable: {str(exc).removeprefix(f'{path}: ')}"])
             continue
-        rows.append([path.name, run.report.get("created", "-"), _commit(run), _substrates(run)])
+        rows.append([path.name, run.report.created or "-", _commit(run), _substrates(run)])
     headers = ("name", "created", "commit", "substrates (rollouts)")
     out.write(f"saved runs in {storage}, oldest first (the last is the default baseline):\n")
     out.write(tabulate(rows, headers=headers, tablefmt="simple", maxcolwidths=[30, 25, 20, 40]))
@@ -302,7 +302,7 @@ def run_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _commit(run: SavedRun) -> str:
-    commit = run.report.get("commit")
+    commit = run.report.commit
     if not isinstance(commit, dict) or not commit.get("sha"):
         return "-"
     text = str(commit["sha"])[:12] + ("-dirty" if commit.get("dirty") else "")
@@ -310,8 +310,8 @@ def _commit(run: SavedRun) -> str:
 
 
 def _substrates(run: SavedRun) -> str:
-    entries = run.report["substrates"].items()
-    return ", ".join(f"{name} ({entry.get('rollouts', '?')})" for name, entry in entries) or "-"
+    entries = run.report.substrates.items()
+    return ", ".join(f"{name} ({entry.rollouts})" for name, entry in entries) or "-"
 
 
 def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -358,13 +358,13 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     written = None
     if args.json:
         try:
-            written = write_json(args.json, report)
+            written = write_json(args.json, report.to_dict())
         except OSError as exc:
             raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
-    saved = run.report["projection"]
+    saved = run.report.projection
     out.write(
-        f"{run.label}: re-projected from {saved['rollouts']:,} rollouts x {saved['steps']} steps"
-        f" (think time {saved['think_time_s']:g} s)\n"
+        f"{run.label}: re-projected from {saved.rollouts:,} rollouts x {saved.steps} steps"
+        f" (think time {saved.think_time_s:g} s)\n"
     )
     for line in render_summary(report):
         out.write(line + "\n")

@@ -16,20 +16,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..core.pool_stats import PoolStats, idle_per_claim
+from ..core.pool_stats import PoolStats
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..errors import RolloutTaxError, SandboxStartError, reason_of
 
 if TYPE_CHECKING:
     from ..core.substrate import Substrate
-
-
-def entry_idle_per_claim(entry: dict) -> float:
-    """A report entry's warm-pool idle seconds per claimed rollout (0 without a pool), as
-    :attr:`PoolStats.idle_per_claim_s` counts them in a live run."""
-    pool = entry.get("pool")
-    return idle_per_claim(pool["idle_sandbox_s"], pool["hits"] + pool["misses"]) if pool else 0.0
 
 
 @dataclass

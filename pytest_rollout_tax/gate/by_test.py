@@ -4,6 +4,7 @@ in the comparison; compare.py judges a crossing check again on each test's side.
 from __future__ import annotations
 
 from ..core.record import workload_of
+from ..report.document import Report
 from ..report.projection import Scale
 from ..text.units import percent, seconds
 from .sides import Side, rollout_samples
@@ -18,10 +19,10 @@ def rollout_test(item: dict) -> str:
     return workload.replace("[]", "").replace("-]", "]")
 
 
-def sides_by_test(report: dict, scale: Scale) -> dict[str, dict[str, Side]]:
+def sides_by_test(report: Report, scale: Scale) -> dict[str, dict[str, Side]]:
     """Per substrate, each test's side (its rollouts alone), tests in the report's order."""
     grouped: dict[str, dict[str, list[dict]]] = {}
-    for item in report.get("rollouts", []):
+    for item in report.rollouts:
         tests = grouped.setdefault(item["substrate"], {})
         tests.setdefault(rollout_test(item), []).append(rollout_samples(item))
     return {

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from ..core.noise import MIN_SAMPLES
 from ..core.record import workload_of
 from ..errors import ConfigError
+from ..report.document import Report
 from ..report.projection import Scale
 from .compare import Check, judge
-from .sides import Side, rollout_samples, scale_of
+from .sides import Side, rollout_samples
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
 MIN_COMPARISONS = 500
@@ -63,10 +64,10 @@ class Population:
         return Side.of([draw for group in self.workloads for draw in group], scale)
 
 
-def populations(report: dict) -> dict[str, Population]:
+def populations(report: Report) -> dict[str, Population]:
     """Every substrate of a report with raw samples, its rollouts grouped by workload."""
     groups: dict[str, dict[str, list[Draw]]] = {}
-    for item in report.get("rollouts", []):
+    for item in report.rollouts:
         substrate = item["substrate"]
         workload = workload_of(item.get("test", ""), substrate, item.get("round", 1))
         by_workload = groups.setdefault(substrate, {})
@@ -132,14 +133,14 @@ class Calibration:
 class Calibrator:
     """Runs the gate on resampled pairs of one saved run, with a seeded generator."""
 
-    def __init__(self, report: dict, checks: Sequence[Check], seed: int = 0) -> None:
+    def __init__(self, report: Report, checks: Sequence[Check], seed: int = 0) -> None:
         if not checks:
             raise ConfigError("calibrate needs at least one check, e.g. cold_start.p50:15%")
         self.populations = populations(report)
         if not self.populations:
             raise ConfigError("the run has no rollouts[] with raw samples: nothing to resample")
         self.checks = tuple(checks)
-        self.scale = scale_of(report)
+        self.scale = report.projection
         self.seed = seed
         self.rng = random.Random(seed)
 

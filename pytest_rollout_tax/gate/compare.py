@@ -24,11 +24,12 @@ from ..core.noise import Evidence, evidence
 from ..core.record import workload_of
 from ..core.stats import STAT_NAMES, min_samples
 from ..errors import ConfigError
+from ..report.document import Report
 from ..report.schema import SAMPLE_METRICS
 from ..text.units import dollars, hours, percent, seconds, value
 from ..text.width import MIN_WIDTH, terminal_width, wrap
 from .by_test import lines_by_test, sides_by_test
-from .sides import Side, scale_of, sides
+from .sides import Side, sides
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
@@ -197,7 +198,7 @@ def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome
 
 def _count(side: Side, metric: str) -> int:
     stats = side.stats.get(metric)
-    return stats["n"] if stats else 0
+    return stats.n if stats else 0
 
 
 def judge(
@@ -231,13 +232,13 @@ def heading(title: str, width: int = 80) -> str:
     return f"{'=' * fill} {title} {'=' * fill}"
 
 
-def run_label(report: dict) -> str:
+def run_label(report: Report) -> str:
     """How the comparison names the current run: ``this run (<created>, <sha12>)``, or
     ``<sha12>-dirty`` with uncommitted changes, as the saved run's label says."""
-    commit = report.get("commit") or {}
+    commit = report.commit or {}
     sha = commit.get("sha")
     label = sha[:12] + ("-dirty" if commit.get("dirty") else "") if sha else ""
-    return f"this run ({report.get('created', '?')}{', ' + label if label else ''})"
+    return f"this run ({report.created or '?'}{', ' + label if label else ''})"
 
 
 # -- comparing two runs -------------------------------------------------------------------------
@@ -283,8 +284,8 @@ class Verdict:
 
 
 def compare_reports(
-    baseline: dict,
-    current: dict,
+    baseline: Report,
+    current: Report,
     checks: Iterable[Check] = (),
     *,
     baseline_label: str = "?",
@@ -294,7 +295,7 @@ def compare_reports(
     """The comparison table of every common substrate (and a line per test), and the verdict of
     every check on it; its printed lines fit ``width`` (None: the terminal's)."""
     width = width or terminal_width()
-    scale = scale_of(current)
+    scale = current.projection
     before, after = sides(baseline, scale), sides(current, scale)
     common = [name for name in after if name in before]
     lines = [
@@ -389,7 +390,7 @@ def table_rows(before: Side, after: Side) -> list[list[str]]:
 
 def _n(side: Side, metric: str) -> str:
     stats = side.stats.get(metric)
-    return str(stats["n"]) if stats else "0"
+    return str(stats.n) if stats else "0"
 
 
 def gate_lines(
@@ -457,10 +458,10 @@ def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]
     return [f"{prefix} regressed in: {'; '.join(named)}"]
 
 
-def notes(baseline: dict, current: dict) -> list[str]:
+def notes(baseline: Report, current: Report) -> list[str]:
     """Warnings that make a comparison less like-for-like: another machine, other workloads."""
     lines = []
-    before, after = baseline.get("machine") or {}, current.get("machine") or {}
+    before, after = baseline.machine, current.machine
     keys = ("cpu_count", "python", "platform", "hostname_sha256")
     differ = [k for k in keys if k in before and k in after and before[k] != after[k]]
     if differ:
@@ -479,8 +480,8 @@ def notes(baseline: dict, current: dict) -> list[str]:
     return lines
 
 
-def _workloads(report: dict) -> set[str]:
+def _workloads(report: Report) -> set[str]:
     return {
         workload_of(r.get("test", ""), r.get("substrate", ""), r.get("round", 1))
-        for r in report.get("rollouts", [])
+        for r in report.rollouts
     }

@@ -19,9 +19,11 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..errors import HistoryUnavailable, RolloutTaxError
-from ..report.projection import Scale
+from ..report.document import Report
+from ..report.projection import Scale, project
+from ..report.schema import SAMPLE_METRICS
 from ..text.units import percent, value
-from .sides import Side, project_entry, scale_of
+from .sides import Side
 from .storage import SavedRun, Storage, load
 
 #: A change point counts when the t-test between its neighbouring segments gives p below this
@@ -170,14 +172,16 @@ def run_name(path: Path) -> str:
     return path.stem
 
 
-def series_of(runs: Iterable[tuple[str, dict]], scale: Scale) -> dict[str, list[tuple[str, float]]]:
+def series_of(
+    runs: Iterable[tuple[str, Report]], scale: Scale
+) -> dict[str, list[tuple[str, float]]]:
     """Every series ``<substrate>.<metric>.<stat>`` as (run, value) pairs, oldest first."""
     series: dict[str, list[tuple[str, float]]] = {}
     for name, report in runs:
-        for substrate, entry in report["substrates"].items():
+        for substrate, entry in report.substrates.items():
             side = Side(
-                stats={metric: entry.get(metric) for metric, _ in SERIES},
-                worker_hours=project_entry(entry, scale)[0],
+                stats={metric: getattr(entry, metric) for metric in SAMPLE_METRICS},
+                worker_hours=project(entry.means(), scale).worker_hours,
             )
             for metric, stat in SERIES:
                 figure = side.value(metric, stat)
@@ -191,7 +195,7 @@ def analyze(
 ) -> History:
     """The change points of every series of ``runs`` (oldest first)."""
     named = [(run_name(run.path), run.report) for run in runs]
-    scale = scale_of(runs[-1].report) if runs else Scale()
+    scale = runs[-1].report.projection if runs else Scale()
     found = []
     for metric, points in series_of(named, scale).items():
         values = [value for _, value in points]

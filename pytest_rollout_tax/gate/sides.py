@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
-from ..report.build import projected_keys, projection_of, scale_of, spread_of
+from ..report.document import Report, SubstrateEntry
 from ..report.projection import (
     Means,
     Projected,
@@ -28,7 +28,7 @@ from ..report.schema import SAMPLE_METRICS
 class Side:
     """A substrate's STATS, its worker-hours (at a common scale) and raw samples, in one run."""
 
-    stats: dict[str, dict | None]
+    stats: dict[str, Stats | None]
     worker_hours: float | None
     #: Each rollout's raw samples, per metric: the noise test's unit is the rollout.
     rollouts: tuple[dict[str, Sequence[float]], ...] = ()
@@ -43,7 +43,7 @@ class Side:
         if metric == "cost":
             return self.dollars
         stats = self.stats.get(metric)
-        return stats[stat] if stats else None
+        return getattr(stats, stat) if stats else None
 
     def pooled(self, metric: str) -> list[float]:
         """Every raw sample of ``metric``, all rollouts together (what an ECDF draws)."""
@@ -94,7 +94,7 @@ class Side:
         )
         hours = worker_hours(means, scale)
         return cls(
-            stats={metric: s.to_dict() if s else None for metric, s in stats.items()},
+            stats=stats,
             worker_hours=hours,
             rollouts=tuple(rollouts),
             steps=scale.steps or 0,
@@ -113,27 +113,23 @@ def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
     return samples
 
 
-def project_entry(entry: dict, scale: Scale) -> tuple[float | None, float | None]:
-    """Worker-hours and tax-hours of a report's ``substrates[NAME]`` entry at ``scale``."""
-    projected = project(Means.of_entry(entry), scale)
-    return projected.worker_hours, projected.tax_hours
-
-
-def sides(report: dict, scale: Scale) -> dict[str, Side]:
+def sides(report: Report, scale: Scale) -> dict[str, Side]:
     """Every substrate of ``report``; worker-hours re-projected at ``scale``."""
     rollouts: dict[str, list[dict[str, tuple[float, ...]]]] = {}
-    for item in report.get("rollouts", []):
+    for item in report.rollouts:
         rollouts.setdefault(item["substrate"], []).append(rollout_samples(item))
     return {
-        name: _side(entry, project(Means.of_entry(entry), scale), rollouts.get(name, ()), scale)
-        for name, entry in report["substrates"].items()
+        name: _side(entry, project(entry.means(), scale), rollouts.get(name, ()), scale)
+        for name, entry in report.substrates.items()
     }
 
 
-def _side(entry: dict, projected: Projected, rollouts: Sequence[dict], scale: Scale) -> Side:
+def _side(
+    entry: SubstrateEntry, projected: Projected, rollouts: Sequence[dict], scale: Scale
+) -> Side:
     """One substrate's side: its stats, and its hours and dollars from one projection."""
     return Side(
-        stats={metric: entry.get(metric) for metric in SAMPLE_METRICS},
+        stats={metric: getattr(entry, metric) for metric in SAMPLE_METRICS},
         worker_hours=projected.worker_hours,
         rollouts=tuple(rollouts),
         steps=scale.steps or 0,
@@ -142,16 +138,16 @@ def _side(entry: dict, projected: Projected, rollouts: Sequence[dict], scale: Sc
 
 
 def reproject(
-    report: dict,
+    report: Report,
     rollouts: int | None,
     steps: int | None,
     think_time_s: float | None,
     fleet: int | None = None,
     rank_by: RankBy | None = None,
-) -> dict:
+) -> Report:
     """A copy of ``report`` with its projection, worker-hours, tax-hours, their decomposition,
     cost, fleet and spread redone (``fleet`` None: the saved run's own fleet, if it had one)."""
-    old = scale_of(report)
+    old = report.projection
     scale = Scale(
         rollouts=rollouts if rollouts is not None else old.rollouts,
         steps=steps if steps is not None else old.steps,
@@ -161,10 +157,10 @@ def reproject(
         rank_by=rank_by if rank_by is not None else old.rank_by,
         steps_source="option" if steps is not None else old.steps_source,
     )
-    result = copy.deepcopy(report)
-    result["projection"] = projection_of(scale)
-    for entry in result["substrates"].values():
-        entry.update(projected_keys(entry, scale))
-    result["spread"] = spread_of(result["substrates"])
-    result["ranking"] = rank(result["substrates"], report_units(result, scale), scale)
+    substrates = {
+        name: dataclasses.replace(entry, projected=project(entry.means(), scale))
+        for name, entry in report.substrates.items()
+    }
+    result = dataclasses.replace(report, projection=scale, substrates=substrates)
+    result.ranking = rank(substrates, report_units(result, scale), scale)
     return result

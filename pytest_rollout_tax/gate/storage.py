@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import math
 import os
 import re
 import uuid
@@ -22,10 +21,9 @@ from typing import Any
 from ..core.files import write_json
 from ..core.limits import file_number
 from ..core.paths import regular_file
-from ..core.stats import STAT_NAMES
 from ..core.writable import check_writable_directory
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
-from ..report.schema import READABLE_SCHEMAS, SAMPLE_METRICS, SCHEMA
+from ..report.document import Report
 
 DEFAULT_STORAGE = ".rollout-tax"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -37,14 +35,14 @@ class SavedRun:
     """A report loaded from ``path`` and checked against the schema."""
 
     path: Path
-    report: dict[str, Any]
+    report: Report
 
     @property
     def label(self) -> str:
         """How to name this run to a user: its file name and, when known, its commit."""
-        commit = self.report.get("commit") or {}
+        commit = self.report.commit or {}
         sha = commit.get("sha") if isinstance(commit, dict) else None
-        extra = [str(self.report.get("created", "?"))]
+        extra = [self.report.created or "?"]
         if isinstance(sha, str) and sha:
             extra.append(sha[:12] + ("-dirty" if commit.get("dirty") else ""))
         return f"{self.path.name} ({', '.join(extra)})"
@@ -85,21 +83,21 @@ class Storage:
             except NotRegularFileError as exc:
                 raise SavedRunError(f"cannot save {name!r} as {path}: {exc.strerror}") from None
 
-    def save(self, name: str, report: dict) -> Path:
+    def save(self, name: str, report: Report) -> Path:
         """Write ``report`` to ``STORAGE/NAME.json`` atomically (replacing an older one).
 
         A symbolic link there is followed: its target is replaced, the link stays.
         """
-        return write_json(self.root / f"{check_name(name)}.json", report)
+        return write_json(self.root / f"{check_name(name)}.json", report.to_dict())
 
-    def autosave(self, report: dict) -> Path:
+    def autosave(self, report: Report) -> Path:
         """Write ``report`` to the next free ``STORAGE/NNNN_<label>.json``; never overwrites.
 
         The file is written under a hidden temporary name and then hard-linked to its final
         name, so two sessions saving at once cannot take the same number.
         """
-        label = autosave_label(report.get("commit"))
-        temporary = write_json(self.root / f".autosave-{uuid.uuid4().hex}.json", report)
+        label = autosave_label(report.commit)
+        temporary = write_json(self.root / f".autosave-{uuid.uuid4().hex}.json", report.to_dict())
         try:
             for _ in range(1000):
                 target = self.root / f"{self.next_number():04d}_{label}.json"
@@ -192,7 +190,7 @@ def autosave_label(commit: Any) -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
-# -- loading and validation ----------------------------------------------------------------
+# -- loading ----------------------------------------------------------------
 
 
 def load(path: str | os.PathLike[str]) -> SavedRun:
@@ -218,99 +216,10 @@ def load(path: str | os.PathLike[str]) -> SavedRun:
     except RecursionError:
         raise SavedRunError(f"{path}: not valid JSON: nested too deeply") from None
     try:
-        validate(data)
+        report = Report.from_dict(data)
     except ValueError as exc:
         raise SavedRunError(f"{path}: {exc}") from None
-    return SavedRun(path, data)
-
-
-def validate(report: Any) -> None:
-    """Check the parts of a report (schema ``/2`` or ``/1``) that comparing and projecting read."""
-    if not isinstance(report, dict):
-        raise ValueError(f"not a rollout-tax report (a JSON {type(report).__name__})")
-    if "schema" not in report:
-        raise ValueError(f"not a rollout-tax report (no 'schema' field; expected {SCHEMA!r})")
-    if report["schema"] not in READABLE_SCHEMAS:
-        readable = " or ".join(READABLE_SCHEMAS)
-        raise ValueError(f"unsupported schema {report['schema']!r} (expected {readable})")
-    projection = _field(report, "projection", dict, "")
-    for key, kind in (("rollouts", int), ("steps", int), ("think_time_s", (int, float))):
-        _number(_field(projection, key, kind, "projection."), f"projection.{key}")
-    substrates = _field(report, "substrates", dict, "")
-    for name, entry in substrates.items():
-        where = f"substrates.{name}"
-        if not isinstance(entry, dict):
-            raise ValueError(f"{where}: expected an object")
-        for metric in SAMPLE_METRICS:
-            stats = entry.get(metric)
-            if stats is None:
-                continue
-            if not isinstance(stats, dict):
-                raise ValueError(f"{where}.{metric}: expected a STATS object or null")
-            for stat in ("n", *STAT_NAMES):
-                value = _field(stats, stat, (int, float), f"{where}.{metric}.")
-                _number(value, f"{where}.{metric}.{stat}")
-        for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
-            if entry.get(key) is not None:
-                _number(entry[key], f"{where}.{key}")
-    rollouts = report.get("rollouts", [])
-    if not isinstance(rollouts, list):
-        raise ValueError("rollouts: expected a list")
-    for index, rollout in enumerate(rollouts):
-        _validate_rollout(rollout, f"rollouts[{index}]")
-
-
-def _validate_rollout(rollout: Any, where: str) -> None:
-    if not isinstance(rollout, dict):
-        raise ValueError(f"{where}: expected an object")
-    if not isinstance(rollout.get("substrate"), str):
-        raise ValueError(f"{where}.substrate: expected a name")
-    for key in ("cold_start_s", "teardown_s", "trajectory_s"):
-        if rollout.get(key) is not None:
-            _number(rollout[key], f"{where}.{key}")
-    probes = rollout.get("action_probes_s", [])
-    if not isinstance(probes, list):
-        raise ValueError(f"{where}.action_probes_s: expected a list")
-    for value in probes:
-        _number(value, f"{where}.action_probes_s")
-    steps = rollout.get("steps") or []
-    if isinstance(steps, dict):  # columns: wall_us (rollout-tax/2) or wall_s (/1)
-        column = "wall_us" if "wall_us" in steps else "wall_s"
-        walls = steps.get(column, [])
-        if not isinstance(walls, list):
-            raise ValueError(f"{where}.steps.{column}: expected a list")
-        for value in walls:
-            _number(value, f"{where}.steps.{column}")
-        return
-    if not isinstance(steps, list):
-        raise ValueError(f"{where}.steps: expected columns or a list")
-    for index, step in enumerate(steps):  # a list of objects (before columns)
-        if not isinstance(step, dict):
-            raise ValueError(f"{where}.steps[{index}]: expected an object")
-        _number(step.get("wall_s"), f"{where}.steps[{index}].wall_s")
-
-
-def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
-    if key not in data:
-        raise ValueError(f"not a rollout-tax report (no '{prefix}{key}')")
-    value = data[key]
-    if not isinstance(value, kind) or isinstance(value, bool):
-        expected = {dict: "an object", int: "an integer"}.get(kind, "a number")
-        raise ValueError(f"{prefix}{key}: expected {expected}, got {_short(value)}")
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{where}: expected a number, got {_short(value)}")
-    if value < 0:
-        raise ValueError(f"{where}: negative value {value!r}")
-    return value
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return SavedRun(path, report)
 
 
 def _reject_constant(name: str) -> Any:

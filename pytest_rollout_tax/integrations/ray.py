@@ -9,6 +9,7 @@ the merge of the others is still written, marked incomplete. Ray schedules; noth
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,6 +21,7 @@ from typing import Any, TextIO
 
 from ..errors import ConfigError
 from ..report import merge
+from ..report.document import Report
 from ..summary.terminal import render_summary
 
 #: What the working directory upload leaves out (Ray's ``excludes``, gitignore syntax).
@@ -115,10 +117,16 @@ def _result(ray: Any, index: int, ref: Any) -> ShardResult:
 
 def finish(results: list[ShardResult], output: str, out: TextIO) -> int:
     """Merge the shards that reported into ``output``, print the summary and the failures."""
-    parts = [
-        merge.Part(f"shard {result.index}", result.report) for result in results if result.report
-    ]
-    failed = {result.index: result.error for result in results if result.report is None}
+    parts, failed = [], {}
+    for result in results:
+        try:
+            report = Report.from_dict(result.report) if result.report is not None else None
+        except ValueError as exc:
+            report, result = None, dataclasses.replace(result, error=f"its report: {exc}")
+        if report is None:
+            failed[result.index] = result.error
+        else:
+            parts.append(merge.Part(f"shard {result.index}", report))
     for index, error in failed.items():
         out.write(f"rollout-tax: shard {index}/{len(results)} failed: {error}\n")
     if not parts:

@@ -28,4 +28,6 @@ class ReportBridges:
     def pytest_json_modifyreport(self, json_report: dict) -> None:
         report = self._report()
         if report is not None:
-            json_report["rollout_tax"] = {k: v for k, v in report.items() if k != "rollouts"}
+            json_report["rollout_tax"] = {
+                k: v for k, v in report.to_dict().items() if k != "rollouts"
+            }

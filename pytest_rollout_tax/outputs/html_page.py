@@ -9,6 +9,7 @@ import pytest
 
 from ..core.files import check_report_path
 from ..page import html, plots
+from ..report.document import Report
 from . import GATE, OUTPUT_ERROR, add_option, option
 
 FLAG = "--rollout-html"
@@ -38,7 +39,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_rollout_tax_report(config: pytest.Config, report: dict, summary: Any, verdict: Any):
+def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
     path = option(config, FLAG)
     if not path:
         return None

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from ..core.files import check_report_path, write_json
+from ..report.document import Report
 from . import OUTPUT_ERROR, add_option, option
 
 FLAG = "--rollout-json"
@@ -28,12 +29,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_rollout_tax_report(config: pytest.Config, report: dict, summary: Any, verdict: Any):
+def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
     path = option(config, FLAG)
     if not path:
         return None
     try:
-        written = write_json(path, report)
+        written = write_json(path, report.to_dict())
     except OSError as exc:
         return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
     return [f"report written to {written}"]

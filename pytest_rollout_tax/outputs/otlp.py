@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ..report.document import Report
 from . import add_option, option
 
 FLAG = "--rollout-otlp"
@@ -45,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_rollout_tax_report(
-    config: pytest.Config, report: dict, summary: Any, verdict: Any
+    config: pytest.Config, report: Report, summary: Any, verdict: Any
 ) -> list[str] | None:
     target = endpoint(config)
     if target is None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ..core.files import check_report_path
+from ..report.document import Report
 from . import add_option, option
 
 PUSH = "--rollout-prometheus-push"
@@ -41,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_rollout_tax_report(
-    config: pytest.Config, report: dict, summary: Any, verdict: Any
+    config: pytest.Config, report: Report, summary: Any, verdict: Any
 ) -> list[str] | None:
     gateway, path = option(config, PUSH), option(config, FILE)
     if not gateway and not path:

@@ -1,9 +1,9 @@
 """The HTML report: one self-contained page (inline SVG, no script, no network) of one run.
 
-Built from the ``rollout-tax/2`` report dict, so the plugin (``--rollout-html``) and the
-command line (``python -m pytest_rollout_tax html``) give the same page. It leads with the
-decision (the verdict, then the leaderboard) and says everything the terminal says, with the
-terminal's own lines, beside the figures they qualify.
+Built from the ``rollout-tax/2`` report (``report.document.Report``), so the plugin
+(``--rollout-html``) and the command line (``python -m pytest_rollout_tax html``) give the same
+page. It leads with the decision (the verdict, then the leaderboard) and says everything the
+terminal says, with the terminal's own lines, beside the figures they qualify.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
 from ..gate.sides import Side, sides
-from ..report.build import scale_of
-from ..report.projection import Means, project
-from ..report.validity import no_valid_result
+from ..report.document import Report
+from ..report.projection import project
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from ..text.units import hours, seconds
@@ -30,21 +29,21 @@ from .markup import e, notes, table
 from .style import CSS, FRAGMENT_CSS
 
 
-def run_title(report: dict, name: str | None) -> str:
+def run_title(report: Report, name: str | None) -> str:
     """``Rollout tax: NAME @ SHA12`` (``-dirty`` with uncommitted changes): the run by its saved
     name or JSON path (else when it was made) and its commit."""
-    commit = report.get("commit") or {}
+    commit = report.commit or {}
     sha = str(commit.get("sha") or "")[:12]
-    label = name or f"run of {report.get('created', '?')}"
+    label = name or f"run of {report.created or '?'}"
     return f"Rollout tax: {label}" + (
         f" @ {sha}{'-dirty' if commit.get('dirty') else ''}" if sha else ""
     )
 
 
 def render(
-    report: dict,
+    report: Report,
     *,
-    baseline: dict | None = None,
+    baseline: Report | None = None,
     baseline_label: str = "baseline",
     verdict: Verdict | None = None,
     title: str = "Rollout tax",
@@ -53,11 +52,11 @@ def render(
     """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
     worker-hours overlaid, and ``verdict`` (the comparison's) shown first. The page lays out
     the sections of ``summary`` (None: the report's), as the terminal does."""
-    substrates = report["substrates"]
+    substrates = report.substrates
     summary = summary or summarize(report)
     ranked = [name for name, _ in summary.rows]
     palette = plots.colors(ranked)
-    scale = scale_of(report)
+    scale = report.projection
     now = sides(report, scale)
     before = sides(baseline, scale) if baseline else None
     in_order = {name: substrates[name] for name in ranked}
@@ -85,8 +84,7 @@ def render(
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)
     decision = "".join(f'<p class="decision">{e(line)}</p>\n' for line in summary.decision)
     lead = "".join(
-        f'<p class="lead">{e(line)}</p>\n'
-        for line in [str(report.get("created", "")), *summary.header]
+        f'<p class="lead">{e(line)}</p>\n' for line in [str(report.created), *summary.header]
     )
     body = "\n".join(f'<section id="{anchor}">\n<h2>{name}</h2>\n{content}\n</section>'
                      for anchor, name, content in sections)  # fmt: skip
@@ -106,7 +104,7 @@ def write(path: str | os.PathLike[str], page: str) -> Path:
     return write_atomically(path, lambda handle: handle.write(page))
 
 
-def fragment(report: dict, summary: Sequence[str]) -> str:
+def fragment(report: Report, summary: Sequence[str]) -> str:
     """The run in a part of another page (pytest-html's): the leaderboard, the terminal summary
     and, where matplotlib is installed, the cold-start ECDF, phases and worker-hours figures."""
     ranked = ranked_names(report)
@@ -121,10 +119,10 @@ def fragment(report: dict, summary: Sequence[str]) -> str:
         plots.require()
     except plots.PlotsUnavailable as exc:
         return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>", "</div>"])
-    now = sides(report, scale_of(report))
+    now = sides(report, report.projection)
     found = [
         plots.ecdf("Cold start (ECDF)", _samples(now, "cold_start", ranked), palette=palette),
-        plots.phases({name: report["substrates"][name] for name in ranked}),
+        plots.phases({name: report.substrates[name] for name in ranked}),
         plots.decomposition(_bars(report, None, ranked), title="Worker-hours by part"),
     ]
     parts.append('<div class="plots">' + "".join(svg for svg in found if svg) + "</div></div>")
@@ -153,10 +151,10 @@ def _verdict(verdict: Verdict | None, label: str) -> str:
 
 
 def _leaderboard(
-    report: dict,
+    report: Report,
     summary: Summary,
     palette: Mapping[str, str],
-    baseline: dict | None,
+    baseline: Report | None,
     outcomes: Sequence[Any],
 ) -> str:
     key = (
@@ -183,16 +181,16 @@ def _figures(entries: Mapping[str, Any]) -> str:
         return f"{seconds(stats['p50'])} / {seconds(stats['p95'])}" if stats else "-"
 
     def p50(stats: Mapping[str, float] | None) -> str:
-        return seconds(stats["p50"]) if stats else "-"
+        return seconds(stats.p50) if stats else "-"
 
     headers = ("substrate", "rollouts", "failed", "cold start p50 / p95", "action p50 / p95",
                "step p50", "teardown p50", "worker-hours", "tax-hours")  # fmt: skip
     rows = [
-        [name, str(entry["rollouts"]), str(entry["failures"]), pair(entry.get("cold_start")),
-         pair(entry.get("action")), p50(entry.get("step")), p50(entry.get("teardown")),
-         hours(entry.get("worker_hours")), hours(entry.get("tax_hours"))]
-        if not (invalid := no_valid_result(entry))
-        else [name, str(entry["rollouts"]), str(entry["failures"]), invalid, *["-"] * 5]
+        [name, str(entry.rollouts), str(entry.failures), pair(entry.cold_start),
+         pair(entry.action), p50(entry.step), p50(entry.teardown),
+         hours(entry.worker_hours), hours(entry.tax_hours)]
+        if not (invalid := entry.no_valid_result)
+        else [name, str(entry.rollouts), str(entry.failures), invalid, *["-"] * 5]
         for name, entry in entries.items()
     ]  # fmt: skip
     return table(headers, rows)
@@ -255,8 +253,8 @@ def _latency(
     return f'<div class="plots">{"".join(parts)}</div>'
 
 
-def _worker_hours(report: dict, baseline: dict | None, ranked: Sequence[str]) -> str:
-    entries = report["substrates"]
+def _worker_hours(report: Report, baseline: Report | None, ranked: Sequence[str]) -> str:
+    entries = report.substrates
     svg = plots.decomposition(_bars(report, baseline, ranked), title="Worker-hours by part")
     caption = (
         "Where the projected worker-hours go. Hatched parts (cold start, per-step overhead, "
@@ -275,8 +273,8 @@ def _fleet(entries: Mapping[str, Any]) -> str:
     fleet projection: the terminal's lines under their tables."""
     levels, pools, lines = [], [], []
     for name, entry in entries.items():
-        knee = burst.knee(entry["burst"]) if entry.get("burst") else None
-        for level in entry.get("burst") or []:
+        knee = burst.knee(entry.burst) if entry.burst else None
+        for level in entry.burst or []:
             cold, n = level["cold_start"], level["concurrency"]
             levels.append([
                 name, str(n) + (" (knee)" if n == knee else ""),
@@ -284,7 +282,7 @@ def _fleet(entries: Mapping[str, Any]) -> str:
                 f"{1 - level['failures'] / n:.0%}" if n else "-",
                 f"{level['creates_per_s']:.3g}" if level["creates_per_s"] is not None else "-",
             ])  # fmt: skip
-        if pool := entry.get("pool"):
+        if pool := entry.pool:
             created = pool["creations"]
             pools.append([
                 name, str(pool["size"]), str(pool["hits"] + pool["misses"]), str(pool["hits"]),
@@ -306,7 +304,7 @@ def _failures(entries: Mapping[str, Any]) -> str:
     rows = [
         [name, reason, str(count)]
         for name, entry in entries.items()
-        for reason, count in (entry.get("failure_reasons") or {}).items()
+        for reason, count in (entry.failure_reasons or {}).items()
     ]
     if not rows:
         return "<p>No rollout failed.</p>"
@@ -344,9 +342,9 @@ def _gate(
     return "".join(parts)
 
 
-def _machine(report: dict) -> str:
-    machine = dict(report.get("machine") or {})
-    commit = report.get("commit") or {}
+def _machine(report: Report) -> str:
+    machine = dict(report.machine or {})
+    commit = report.commit or {}
     unknown = {"ci": "not in CI"}  # what a missing fact means, where it means something
     rows = [
         [key, str(value) if value is not None else unknown[key]]
@@ -360,7 +358,7 @@ def _machine(report: dict) -> str:
             rows.append(["branch", str(commit["branch"])])
     else:
         rows.append(["commit", "not a git checkout"])
-    rows.append(["plugin version", str(report.get("plugin_version", ""))])
+    rows.append(["plugin version", str(report.plugin_version)])
     return table(("fact", "value"), rows, css="facts", header=False)
 
 
@@ -375,17 +373,15 @@ def _samples(
 
 
 def _bars(
-    report: dict, baseline: dict | None, ranked: Sequence[str]
+    report: Report, baseline: Report | None, ranked: Sequence[str]
 ) -> dict[str, dict[str, float]]:
     """Each substrate's decomposition, ranked; each baseline's next to it, at this run's scale."""
-    scale = scale_of(report)
     bars = {}
     for name in ranked:
-        entry = report["substrates"][name]
-        if entry.get("decomposition"):
-            bars[name] = entry["decomposition"]
-        old = (baseline or {}).get("substrates", {}).get(name)
-        parts = project(Means.of_entry(old), scale).decomposition if old else None
+        if parts := report.substrates[name].projected.decomposition:
+            bars[name] = parts.to_dict()
+        old = baseline.substrates.get(name) if baseline else None
+        parts = project(old.means(), report.projection).decomposition if old else None
         if parts:
             bars[f"{name} (baseline)"] = parts.to_dict()
     return bars

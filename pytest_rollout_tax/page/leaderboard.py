@@ -8,9 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..gate.compare import Outcome, percent
-from ..gate.sides import project_entry, scale_of
-from ..report.projection import Means, Scale, project
-from ..report.validity import no_valid_result
+from ..report.document import Report, SubstrateEntry
+from ..report.projection import Scale, project
 from ..text.units import dollars, hours, ratio, share
 from .markup import e, table
 
@@ -21,7 +20,7 @@ class Column:
 
     header: str
     #: The figure of one ``substrates[NAME]`` entry (``None``: not measured).
-    figure: Callable[[dict], float | None]
+    figure: Callable[[SubstrateEntry], float | None]
     #: "time" (one unit per column, chosen from its values), "hours", "dollars", "share" or
     #: "ratio". A "dollars" column is shown only when a substrate has a price.
     kind: str
@@ -29,45 +28,48 @@ class Column:
     #: The gate's (metric, stat) that judges this figure's change, if any.
     check: tuple[str, str] | None = None
     #: The baseline entry's figure at this run's scale, when it is projected (else ``figure``).
-    rescaled: Callable[[dict, Scale], float | None] | None = None
+    rescaled: Callable[[SubstrateEntry, Scale], float | None] | None = None
 
 
-def _stat(metric: str, stat: str) -> Callable[[dict], float | None]:
-    return lambda entry: entry[metric][stat] if entry.get(metric) else None
+def _stat(metric: str, stat: str) -> Callable[[SubstrateEntry], float | None]:
+    return lambda entry: getattr(stats, stat) if (stats := getattr(entry, metric)) else None
 
 
-def _tax_share(entry: dict) -> float | None:
-    worker, tax = entry.get("worker_hours"), entry.get("tax_hours")
+def _tax_share(entry: SubstrateEntry) -> float | None:
+    return _share(entry.worker_hours, entry.tax_hours)
+
+
+def _share(worker: float | None, tax: float | None) -> float | None:
     return tax / worker if worker and tax is not None else None
 
 
-def _hours_at(index: int) -> Callable[[dict, Scale], float | None]:
-    """The baseline's worker-hours (0) or tax-hours (1) at this run's scale, as the gate has."""
-    return lambda old, scale: project_entry(old, scale)[index]
+def _hours_at(figure: str) -> Callable[[SubstrateEntry, Scale], float | None]:
+    """The baseline's ``worker_hours`` or ``tax_hours`` at this run's scale, as the gate has."""
+    return lambda old, scale: getattr(project(old.means(), scale), figure)
 
 
-def _tax_share_at(old: dict, scale: Scale) -> float | None:
-    worker, tax = project_entry(old, scale)
-    return _tax_share({"worker_hours": worker, "tax_hours": tax})
+def _tax_share_at(old: SubstrateEntry, scale: Scale) -> float | None:
+    projected = project(old.means(), scale)
+    return _share(projected.worker_hours, projected.tax_hours)
 
 
-def _dollars_at(old: dict, scale: Scale) -> float | None:
+def _dollars_at(old: SubstrateEntry, scale: Scale) -> float | None:
     """The baseline's dollars at this run's scale, as the gate has them."""
-    cost = project(Means.of_entry(old), scale).cost
+    cost = project(old.means(), scale).cost
     return None if cost is None else cost.dollars
 
 
-def _success(entry: dict) -> float | None:
-    return 1 - entry["failures"] / entry["rollouts"] if entry.get("rollouts") else None
+def _success(entry: SubstrateEntry) -> float | None:
+    return 1 - entry.failures / entry.rollouts if entry.rollouts else None
 
 
 COLUMNS = (
-    Column("worker-hours", lambda e: e.get("worker_hours"), "hours",
-           check=("worker_hours", "mean"), rescaled=_hours_at(0)),
-    Column("vs cheapest", lambda e: e.get("worker_hours"), "ratio"),
-    Column("dollars", lambda e: e.get("cost_usd"), "dollars",
+    Column("worker-hours", lambda e: e.worker_hours, "hours",
+           check=("worker_hours", "mean"), rescaled=_hours_at("worker_hours")),
+    Column("vs cheapest", lambda e: e.worker_hours, "ratio"),
+    Column("dollars", lambda e: e.dollars, "dollars",
            check=("cost", "mean"), rescaled=_dollars_at),
-    Column("tax-hours", lambda e: e.get("tax_hours"), "hours", rescaled=_hours_at(1)),
+    Column("tax-hours", lambda e: e.tax_hours, "hours", rescaled=_hours_at("tax_hours")),
     Column("tax share", _tax_share, "share", rescaled=_tax_share_at),
     Column("cold start p50", _stat("cold_start", "p50"), "time", check=("cold_start", "p50")),
     Column("cold start p95", _stat("cold_start", "p95"), "time", check=("cold_start", "p95")),
@@ -91,18 +93,18 @@ def in_unit(value: float, factor: float) -> str:
 
 
 def board(
-    report: dict,
+    report: Report,
     ranked: Sequence[str],
     *,
     palette: Mapping[str, str],
-    baseline: dict | None = None,
+    baseline: Report | None = None,
     outcomes: Sequence[Outcome] = (),
 ) -> str:
     """The leaderboard table: one row per substrate in ``ranked`` order."""
-    entries = report["substrates"]
-    scale = scale_of(report)
-    valid = [n for n in ranked if not no_valid_result(entries[n])]
-    cheapest = next((entries[n]["worker_hours"] for n in valid if entries[n]["worker_hours"]),
+    entries = report.substrates
+    scale = report.projection
+    valid = [n for n in ranked if not entries[n].no_valid_result]
+    cheapest = next((entries[n].worker_hours for n in valid if entries[n].worker_hours),
                     None)  # fmt: skip
     judged = {(o.substrate, o.check.metric, o.check.stat): o for o in outcomes}
     headers = ["substrate"]
@@ -117,10 +119,10 @@ def board(
     rows = []
     for place, name in enumerate(ranked, start=1):
         entry = entries[name]
-        old = (baseline or {}).get("substrates", {}).get(name)
+        old = baseline.substrates.get(name) if baseline else None
         swatch = f'<span class="swatch" style="background:{palette.get(name, "#000")}"></span>'
         row = [(f'<span class="place">{place}</span>{swatch}{e(name)}', "name")]
-        if invalid := no_valid_result(entry):
+        if invalid := entry.no_valid_result:
             rows.append([*row, (e(invalid), "worst"), *[("-", "")] * (len(columns) - 1)])
             continue
         for column, values, unit in columns:
@@ -175,7 +177,7 @@ def _change(
     column: Column,
     name: str,
     value: float | None,
-    old: dict | None,
+    old: SubstrateEntry | None,
     scale: Scale,
     judged: Mapping[tuple[str, str, str], Outcome],
 ) -> str:

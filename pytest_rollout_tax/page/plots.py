@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import PlotsUnavailable
+from ..report.document import SubstrateEntry
 from ..text.units import PART_LABELS
 
 #: Points drawn per ECDF curve at most: a 10,000-rollout run stays a small page.
@@ -167,17 +168,17 @@ def time_axis(axis: Any, values: Sequence[float]) -> str:
     return scale
 
 
-def phases(entries: Mapping[str, Mapping[str, Any]]) -> str | None:
+def phases(entries: Mapping[str, SubstrateEntry]) -> str | None:
     """Mean cold-start phases as one stacked horizontal bar per substrate (in ``entries``'
     order), each phase in its own colour (named in the legend), each bar labelled with its
     total."""
-    rows = {name: e.get("phases") or {} for name, e in entries.items() if e.get("phases")}
+    rows = {name: e.phases for name, e in entries.items() if e.phases}
     if not rows:
         return None
     names = list(dict.fromkeys(phase for row in rows.values() for phase in row))
     title = "Cold start by phase (mean)"
     labels = list(rows)
-    stacks = {p: [(rows[n].get(p) or {}).get("mean", 0.0) for n in labels] for p in names}
+    stacks = {p: [s.mean if (s := rows[n].get(p)) else 0.0 for n in labels] for p in names}
     return _stacked_bars(
         title, labels, [(p, stacks[p], *phase_style(i)) for i, p in enumerate(names)], _seconds
     )

@@ -15,6 +15,7 @@ import pytest
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
+from ..report.document import Report
 from ..text.width import terminal_width
 
 
@@ -65,7 +66,7 @@ class Gate:
                 missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
         return cls(store, save, autosave, compare, checks, baseline, missing)
 
-    def finish(self, report: dict, *, save: bool = True, width: int | None = None) -> Verdict:
+    def finish(self, report: Report, *, save: bool = True, width: int | None = None) -> Verdict:
         """Compare ``report`` with the baseline and save it; called once, on the controller.
 
         ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
@@ -99,7 +100,7 @@ class Gate:
             tuple(paths), verdict.outcomes, width,
         )  # fmt: skip
 
-    def _save(self, report: dict, paths: list[Path]) -> list[str]:
+    def _save(self, report: Report, paths: list[Path]) -> list[str]:
         """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
         try:
             if self.save is not None:

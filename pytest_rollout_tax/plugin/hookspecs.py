@@ -6,10 +6,12 @@ from typing import Any
 
 import pytest
 
+from ..report.document import Report
+
 
 @pytest.hookspec
 def pytest_rollout_tax_report(
-    config: pytest.Config, report: dict, summary: Any, verdict: Any
+    config: pytest.Config, report: Report, summary: Any, verdict: Any
 ) -> Any:
     """Called once when the session ends, on the controller (or a serial run), with the
     finished report: every output of the plugin (``pytest_rollout_tax/outputs/``) is one
@@ -17,7 +19,10 @@ def pytest_rollout_tax_report(
     plugin, with no edit to this plugin.
 
     :param config: the pytest config (your own options are ``config.getoption``).
-    :param report: the ``rollout-tax/2`` report (docs/json.md); ``rollouts[]`` is a sequence.
+    :param report: the :class:`pytest_rollout_tax.report.document.Report`, the typed
+        ``rollout-tax/2`` report (docs/json.md): ``report.substrates[NAME]`` is a
+        ``SubstrateEntry`` (``.cold_start.p50``, ``.worker_hours``, ``.projected``),
+        ``report.ranking`` its ``Ranked`` items, ``report.to_dict()`` the JSON.
     :param summary: its :class:`pytest_rollout_tax.summary.sections.Summary`, sections made
         once (``decision``, ``header``, ``rows``, ``notes``, ``comparisons``, ``fleet``,
         ``warnings``, ...); ``summary.terminal.render(summary)`` gives the terminal's lines.
@@ -30,8 +35,8 @@ def pytest_rollout_tax_report(
     Example: the cheapest substrate's worker-hours into a file of your own::
 
         def pytest_rollout_tax_report(config, report, summary, verdict):
-            best = report["ranking"][0]
+            best = report.ranking[0]
             path = config.rootpath / "hours.txt"
-            path.write_text(f"{best['substrate']} {best['worker_hours']:.0f}\\n")
+            path.write_text(f"{best.substrate} {best.worker_hours:.0f}\\n")
             return [f"hours written to {path}"]
     """

@@ -22,6 +22,7 @@ from ..gate import compare, history
 from ..outputs import OUTPUT_ERROR
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
+from ..report.document import Report
 from ..report.machine import commit_info, machine_info
 from ..summary import sections
 from ..summary.terminal import render, render_nothing_ran
@@ -61,7 +62,7 @@ class RolloutTaxSession:
         #: This client's shard, synchronized start, workload fingerprint and saturation.
         self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, slot)
         #: The session's report, once :meth:`finish` has made it.
-        self.report: dict | None = None
+        self.report: Report | None = None
         self.summary_lines: list[str] = []
         self.history_lines: list[str] = []
         self.regression_lines: list[str] = []
@@ -134,7 +135,7 @@ class RolloutTaxSession:
         self.verdict = session_verdict(
             self.gate,
             verdict,
-            shared=len(report["shared_sandboxes"]),
+            shared=len(report.shared_sandboxes),
             history_fail=self.settings.history_fail,
             history_failed=history_failed,
             write_failed=self.write_failed,
@@ -165,14 +166,14 @@ class RolloutTaxSession:
             for line in self.regression_lines:
                 terminalreporter.write_line(line)
 
-    def current_report(self) -> dict | None:
+    def current_report(self) -> Report | None:
         """The session's report; before :meth:`finish` has made it (other plugins' session-end
         hooks may run first), the report of every rollout finished so far (None: none yet)."""
         if self.report is not None:
             return self.report
         return self.summarize() if self.aggregate else None
 
-    def summarize(self) -> dict:
+    def summarize(self) -> Report:
         """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
         return summarize(
             self.aggregate,

@@ -14,10 +14,9 @@ from ..core.stats import Stats
 from ..fleet.pool import PoolStats
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
-from .projection import Means, Scale, project, spread, step_overhead
+from .document import Report, SubstrateEntry
+from .projection import Scale, project, step_overhead
 from .ranking import rank, rollout_units
-from .schema import SCHEMA
-from .validity import failed_all
 
 
 @dataclass(frozen=True)
@@ -35,64 +34,52 @@ class Fleet:
 
 def summarize_substrate(
     rows: list[Row], samples: Samples, fleet: Fleet | None = None, name: str = ""
-) -> dict:
-    """One ``substrates[NAME]`` entry of the report, from its rows in report order: what was
-    measured, with its projected keys still None (:func:`projected_keys` fills them)."""
+) -> SubstrateEntry:
+    """One substrate's entry of the report, from its rows in report order: what was measured,
+    not yet projected (:func:`summarize` projects it)."""
     fleet = fleet or Fleet()
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
     pool = fleet.pools.get(name)
-    command = recorded_command(samples, action, step)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
     prices = [r["price_per_hour"] for r in records if r["price_per_hour"] is not None]
     rates = [r["rate"] for r in records if r.get("rate")]
-    entry = {
-        "kind": _most_common(r["kind"] for r in records),
-        "transport": _most_common(r["transport"] for r in records),
-        "rollouts": samples.rollouts,
-        "failures": samples.failures,
-        "failure_reasons": dict(Counter(r["error"] or r["outcome"] for r in failed).most_common()),
-        "cold_start": _dict(Stats.of(samples.cold_start)),
-        "action": _dict(action),
-        "step": _dict(step),
-        "teardown": _dict(Stats.of(samples.teardown)),
-        "trajectory": _dict(Stats.of(samples.trajectory)),
-        "think": _dict(Stats.of(samples.think)),
-        "phases": {name: _dict(Stats.of(samples.phases[name])) for name in phase_names},
-        "worker_hours": None,
-        "tax_hours": None,
-        "decomposition": None,
-    }
-    if unbound := sum(r["outcome"] == UNBOUND for r in records):  # optional: k8s claims
-        entry["unbound"] = unbound
-    if (runtime := _most_common(r.get("runtime") for r in records)) is not None:
-        entry["runtime"] = runtime  # optional keys: substrates with a runtime, snapshots
-        for key in ("runtime_release", "runtime_platform"):  # gVisor's release and platform
-            if (value := _most_common(r.get(key) for r in records)) is not None:
-                entry[key] = value
-    if any(r.get("snapshot") for r in records):
-        entry["snapshot"] = True
-    if launches := launch_types(records):  # optional: k8s claims, warm or cold
-        entry["launch_types"] = launches
-    if command is not None:  # optional: a shape replay's recorded command time
-        entry["command"] = command
-    if (divergence := divergence_of(samples)) is not None:
-        entry["divergence"] = divergence
     limited = [r for r in records if r["outcome"] == "rate_limited"]
-    if limited:  # optional: creates the provider's limiter refused, not failures
-        messages = Counter(r["error"] or "HTTP 429" for r in limited)
-        entry["rate_limited"] = {"rollouts": len(limited), "messages": dict(messages)}
-    if name in fleet.bursts:
-        entry["burst"] = fleet.bursts[name]
-    if pool is not None:
-        entry["pool"] = pool.to_dict()
-    if prices:  # optional keys: only substrates that know their price have them
-        entry["price_per_hour"] = prices[-1]
-    if rates:
-        entry["rate"] = rates[-1]
-    return entry
+    return SubstrateEntry(
+        kind=_most_common(r["kind"] for r in records),
+        transport=_most_common(r["transport"] for r in records),
+        rollouts=samples.rollouts,
+        failures=samples.failures,
+        failure_reasons=dict(Counter(r["error"] or r["outcome"] for r in failed).most_common()),
+        cold_start=Stats.of(samples.cold_start),
+        action=action,
+        step=step,
+        teardown=Stats.of(samples.teardown),
+        trajectory=Stats.of(samples.trajectory),
+        think=Stats.of(samples.think),
+        phases={name: Stats.of(samples.phases[name]) for name in phase_names},
+        unbound=sum(r["outcome"] == UNBOUND for r in records) or None,  # k8s claims
+        runtime=_most_common(r.get("runtime") for r in records),  # gVisor: release, platform
+        runtime_release=_most_common(r.get("runtime_release") for r in records),
+        runtime_platform=_most_common(r.get("runtime_platform") for r in records),
+        snapshot=any(r.get("snapshot") for r in records),
+        launch_types=launch_types(records) or None,  # k8s claims, warm or cold
+        command=recorded_command(samples, action, step),  # a shape replay's command time
+        divergence=divergence_of(samples),
+        # creates the provider's limiter refused, not failures
+        rate_limited={
+            "rollouts": len(limited),
+            "messages": dict(Counter(r["error"] or "HTTP 429" for r in limited)),
+        }
+        if limited
+        else None,
+        burst=fleet.bursts.get(name),
+        pool=pool.to_dict() if pool is not None else None,
+        price_per_hour=prices[-1] if prices else None,
+        rate=rates[-1] if rates else None,
+    )
 
 
 def launch_types(records: list[dict]) -> dict[str, dict]:
@@ -107,29 +94,10 @@ def launch_types(records: list[dict]) -> dict[str, dict]:
         kind: {
             "rollouts": len(times),
             "share": len(times) / total,
-            "cold_start": _dict(Stats.of(times)),
+            "cold_start": Stats.of(times).to_dict(),
         }
         for kind, times in sorted(typed.items(), key=lambda item: item[0] != "warm")
     }
-
-
-def projected_keys(entry: dict, scale: Scale) -> dict:
-    """The projected keys of a ``substrates[NAME]`` entry at ``scale``, through the one door
-    (``projection.project``) from the entry's means: for a live run, a merge and a re-projection
-    alike. ``fleet`` only with a fleet, ``cost`` and ``cost_usd`` only with a price."""
-    projected = project(Means.of_entry(entry), scale)
-    decomposition = projected.decomposition
-    keys = {
-        "worker_hours": projected.worker_hours,
-        "tax_hours": projected.tax_hours,
-        "decomposition": decomposition.to_dict() if decomposition else None,
-    }
-    if scale.fleet is not None:
-        keys["fleet"] = projected.fleet.to_dict() if projected.fleet else None
-    if projected.cost is not None:
-        keys["cost"] = projected.cost.to_dict()
-        keys["cost_usd"] = projected.cost.dollars
-    return keys
 
 
 def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> dict | None:
@@ -173,7 +141,7 @@ def summarize(
     control_planes: dict[str, dict] | None = None,
     client: dict | None = None,
     not_run: dict[str, str] | None = None,
-) -> dict:
+) -> Report:
     """The whole report: per-substrate summaries, the spread, the ranking, and every rollout's
     raw samples.
 
@@ -195,61 +163,33 @@ def summarize(
     }
     isolation.measure(substrates, by_substrate)
     for entry in substrates.values():
-        entry.update(projected_keys(entry, scale))
+        entry.projected = project(entry.means(), scale)
     think = Stats.of([value for s in aggregate.samples.values() for value in s.think])
     scale = scale.with_recorded_think(think.mean if think else None)
     for name, plane in (control_planes or {}).items():
         if name in substrates:
-            substrates[name]["control_plane"] = plane
-    return {
-        "schema": SCHEMA,
-        "created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "plugin_version": plugin_version,
-        "machine": machine,
-        "commit": commit,
-        "client": client,
-        "projection": projection_of(scale),
-        "substrates": substrates,
-        "spread": spread_of(substrates),
-        "ranking": rank(substrates, rollout_units(_unit_rows(recorded), scale), scale),
-        "not_run": dict(not_run or {}),
-        "shared_sandboxes": shared_sandboxes(recorded),
-        "rollouts": RolloutRows(recorded, STEP_CHOICES[steps]),
-    }
-
-
-def for_saving(report: dict) -> dict:
-    """``report`` as a saved run keeps it: step wall times at least, for the gate's noise test."""
-    rows = report["rollouts"]
-    columns = dict.fromkeys((*GATE_COLUMNS, *rows.columns))
-    return {**report, "rollouts": rows.keeping([c for c in STEP_COLUMNS if c in columns])}
-
-
-def projection_of(scale: Scale) -> dict:
-    """The report's ``projection`` entry (:func:`scale_of` reads it back)."""
-    return {
-        "rollouts": scale.rollouts,
-        "steps": scale.steps,
-        "think_time_s": scale.think_time_s,
-        "think_time_source": scale.think_time_source,
-        "fleet": scale.fleet,
-        "rank_by": scale.rank_by,
-        "steps_source": scale.steps_source,
-    }
-
-
-def scale_of(report: dict) -> Scale:
-    """The scale of a report's ``projection`` entry."""
-    projection = report["projection"]
-    return Scale(
-        projection["rollouts"],
-        projection["steps"],
-        projection["think_time_s"],
-        projection.get("think_time_source", "option"),  # runs saved before it was recorded
-        projection.get("fleet"),
-        projection.get("rank_by", "worker_hours"),  # runs saved before dollars
-        projection.get("steps_source", "option"),  # runs saved before it was recorded
+            substrates[name].control_plane = plane
+    return Report(
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        plugin_version=plugin_version,
+        machine=machine,
+        commit=commit,
+        client=client,
+        projection=scale,
+        substrates=substrates,
+        ranking=rank(substrates, rollout_units(_unit_rows(recorded), scale), scale),
+        not_run=dict(not_run or {}),
+        shared_sandboxes=shared_sandboxes(recorded),
+        rollouts=RolloutRows(recorded, STEP_CHOICES[steps]),
     )
+
+
+def for_saving(report: Report) -> Report:
+    """``report`` as a saved run keeps it: step wall times at least, for the gate's noise test."""
+    rows = report.rollouts
+    columns = dict.fromkeys((*GATE_COLUMNS, *rows.columns))
+    kept = rows.keeping([c for c in STEP_COLUMNS if c in columns])
+    return dataclasses.replace(report, rollouts=kept)
 
 
 def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
@@ -270,17 +210,6 @@ def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
     ]
     steps = max(1, round(sum(lengths) / len(lengths))) if lengths else Scale.steps
     return dataclasses.replace(scale, steps=steps)
-
-
-def spread_of(substrates: dict[str, dict]) -> dict | None:
-    """The report's ``spread`` entry from its ``substrates`` entries: the cold-start pair
-    (``fastest``, ``slowest``) and the worker-hours pair (``cheapest``, ``dearest``)."""
-    valid = {n: s for n, s in substrates.items() if not failed_all(s)}
-    result = spread(
-        {n: s["cold_start"]["p50"] for n, s in valid.items() if s["cold_start"]},
-        {n: s["worker_hours"] for n, s in valid.items() if s["worker_hours"] is not None},
-    )
-    return result.to_dict() if result else None
 
 
 def _unit_rows(rows: list[Row]) -> Iterable[tuple[str, float | None, list[float], float | None]]:
@@ -326,7 +255,3 @@ def _most_common(values: Iterable[str]) -> str | None:
     """The most common non-empty value (None for records from before it was recorded)."""
     counted = Counter(value for value in values if value)
     return counted.most_common(1)[0][0] if counted else None
-
-
-def _dict(stats: Stats | None) -> dict | None:
-    return stats.to_dict() if stats else None

@@ -9,27 +9,30 @@ from collections.abc import Iterable
 
 from ..core.record import workload_of
 from .aggregate import Row
+from .document import Isolation, SubstrateEntry
 from .projection import step_overhead
 
 #: The runtime every other runtime is measured against.
 DEFAULT_RUNTIME = "runc"
 
 
-def reference_of(name: str, substrates: dict[str, dict], *, snapshot: bool = False) -> str | None:
+def reference_of(
+    name: str, substrates: dict[str, SubstrateEntry], *, snapshot: bool = False
+) -> str | None:
     """The substrate ``name`` is compared with: the same kind and transport, without a snapshot,
     on the default runtime (``snapshot``: on its own runtime); the kind's own name first."""
     entry = substrates[name]
-    runtime = entry.get("runtime") if snapshot else DEFAULT_RUNTIME
+    runtime = entry.runtime if snapshot else DEFAULT_RUNTIME
     found = [
         other
         for other, candidate in substrates.items()
         if other != name
-        and candidate.get("kind") == entry.get("kind")
-        and candidate.get("transport") == entry.get("transport")
-        and candidate.get("runtime") == runtime
-        and not candidate.get("snapshot")
+        and candidate.kind == entry.kind
+        and candidate.transport == entry.transport
+        and candidate.runtime == runtime
+        and not candidate.snapshot
     ]
-    return min(found, key=lambda other: (other != entry.get("kind"), other), default=None)
+    return min(found, key=lambda other: (other != entry.kind, other), default=None)
 
 
 def command_means(rows: Iterable[Row]) -> dict[str, tuple[float, int]]:
@@ -72,22 +75,20 @@ def excess_per_step(
     return excess / weight, (mine_total / theirs_total if theirs_total > 0 else None), tests
 
 
-def measure(substrates: dict[str, dict], rows: dict[str, list[Row]]) -> None:
+def measure(substrates: dict[str, SubstrateEntry], rows: dict[str, list[Row]]) -> None:
     """Give every substrate on another runtime than the default its ``isolation`` entry: its
     reference and, with one in the run, its excess command time per step, which the projection
     (``projection.tax_hours``, ``decompose``) counts in its tax-hours."""
     for name, entry in substrates.items():
-        runtime = entry.get("runtime")
-        if runtime is None or runtime == DEFAULT_RUNTIME:
+        if entry.runtime is None or entry.runtime == DEFAULT_RUNTIME:
             continue
         reference = reference_of(name, substrates)
-        info = {"reference": reference, "per_step_s": None, "command_ratio": None, "tests": 0}
-        entry["isolation"] = info
+        entry.isolation = Isolation(reference)
         base = substrates.get(reference) if reference else None
-        if base is None or not entry.get("action") or not base.get("action"):
+        if base is None or not entry.action or not base.action:
             continue
         per_step, command_ratio, tests = excess_per_step(
-            rows[name], rows[reference], entry["action"]["mean"], base["action"]["mean"]
+            rows[name], rows[reference], entry.action.mean, base.action.mean
         )
         if tests:  # a runtime faster than runc costs no isolation
-            info.update(per_step_s=max(per_step, 0.0), command_ratio=command_ratio, tests=tests)
+            entry.isolation = Isolation(reference, max(per_step, 0.0), command_ratio, tests)

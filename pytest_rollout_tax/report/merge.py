@@ -9,6 +9,7 @@ run's report, plus ``clients[]`` and ``merge``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from ..fleet import burst
 from ..fleet.pool import PoolStats
 from .aggregate import Aggregate
 from .build import Fleet, summarize
+from .document import Report
 from .machine import CLOCK_NOTE
 from .projection import Scale
 
@@ -31,11 +33,11 @@ class Part:
     """One shard's report and how to name it (its file)."""
 
     label: str
-    report: dict[str, Any]
+    report: Report
 
     @property
     def client(self) -> dict[str, Any]:
-        return self.report.get("client") or {}
+        return self.report.client or {}
 
     @property
     def shard(self) -> dict[str, int] | None:
@@ -43,12 +45,12 @@ class Part:
 
     @property
     def host(self) -> str | None:
-        return (self.report.get("machine") or {}).get("hostname_sha256")
+        return self.report.machine.get("hostname_sha256")
 
 
 def merge(
     parts: Sequence[Part], *, force: bool = False, failed: Mapping[int, str] | None = None
-) -> dict[str, Any]:
+) -> Report:
     """The merged report of ``parts``; ``failed``: shards that produced no report (index ->
     error), which make the merge incomplete. Raises MergeRefused."""
     if not parts:
@@ -62,7 +64,7 @@ def merge(
     for part in parts:
         _check_steps(part)
         index = part.shard["index"] if part.shard else None
-        for rollout in part.report.get("rollouts", []):
+        for rollout in part.report.rollouts:
             key = (rollout["substrate"], rollout.get("test", ""), rollout.get("round", 1))
             if key in owners:
                 raise MergeRefused(
@@ -76,20 +78,20 @@ def merge(
     report = summarize(
         aggregate,
         scale,
-        plugin_version=first.get("plugin_version", "?"),
-        machine=first.get("machine") or {},
-        commit=first.get("commit"),
+        plugin_version=first.plugin_version,
+        machine=first.machine,
+        commit=first.commit,
         fleet=Fleet(
             bursts=_bursts(parts),
             pools=_pools(parts),
-            workers=first["projection"].get("fleet"),
+            workers=first.projection.fleet,
         ),
     )
     shards = {part.shard["index"] for part in parts if part.shard}
     missing = sorted(set(range(count)) - shards - set(failed)) if count else []
     aligned = any(part.client.get("start_at") for part in parts) or bool(_bursts(parts))
-    report["clients"] = [client_entry(part) for part in parts]
-    report["merge"] = {
+    report.clients = [client_entry(part) for part in parts]
+    report.merge = {
         "parts": len(parts),
         "shards": count,
         "missing": missing,
@@ -103,21 +105,20 @@ def merge(
 
 def client_entry(part: Part) -> dict[str, Any]:
     """A ``clients[]`` item: where one shard ran, how busy it was, its control-plane trips."""
-    machine = part.report.get("machine") or {}
-    substrates = part.report.get("substrates") or {}
+    machine = part.report.machine
     return {
         "label": part.label,
         "shard": part.shard["index"] if part.shard else None,
         "host": part.host,
         "cpu_count": machine.get("cpu_count"),
         "ci": machine.get("ci"),
-        "rollouts": len(part.report.get("rollouts", [])),
+        "rollouts": len(part.report.rollouts),
         "saturation": part.client.get("saturation"),
         "start_at": part.client.get("start_at"),
         "control_plane_rtt_s": {
-            name: entry["control_plane"]["rtt_s"]
-            for name, entry in substrates.items()
-            if entry.get("control_plane")
+            name: entry.control_plane["rtt_s"]
+            for name, entry in part.report.substrates.items()
+            if entry.control_plane
         },
     }
 
@@ -162,7 +163,7 @@ def _scale(parts: Sequence[Part], force: bool) -> Scale:
     """The projection the parts were configured with (the first's when forced)."""
     chosen = None
     for part in parts:
-        configured = part.client.get("projection") or part.report["projection"]
+        configured = part.client.get("projection") or dataclasses.asdict(part.report.projection)
         settings = {key: configured.get(key) for key in PROJECTION_KEYS}
         if chosen is None:
             chosen = (part.label, settings)
@@ -184,11 +185,9 @@ def _scale(parts: Sequence[Part], force: bool) -> Scale:
 
 def _check_steps(part: Part) -> None:
     """Refuse a report whose rollouts lack the step times its summary counted."""
-    counted = sum(
-        (entry.get("step") or {}).get("n", 0) for entry in part.report["substrates"].values()
-    )
+    counted = sum(entry.step.n for entry in part.report.substrates.values() if entry.step)
     carried = 0
-    for rollout in part.report.get("rollouts", []):
+    for rollout in part.report.rollouts:
         steps = rollout.get("steps") or {}
         carried += len(
             steps.get("wall_us", steps.get("wall_s", ())) if isinstance(steps, dict) else steps
@@ -204,9 +203,9 @@ def _bursts(parts: Sequence[Part]) -> dict[str, list[dict]]:
     """Every substrate's burst levels, each merged over the parts that ran it."""
     by_name: dict[str, list[tuple[str, list[dict]]]] = {}
     for part in parts:
-        for name, entry in part.report["substrates"].items():
-            if entry.get("burst"):
-                by_name.setdefault(name, []).append((part.label, entry["burst"]))
+        for name, entry in part.report.substrates.items():
+            if entry.burst:
+                by_name.setdefault(name, []).append((part.label, entry.burst))
     merged = {}
     for name, runs in by_name.items():
         levels = [level["concurrency"] for level in runs[0][1]]
@@ -229,8 +228,8 @@ def _pools(parts: Sequence[Part]) -> dict[str, PoolStats]:
     """Every substrate's warm pools, merged over the parts."""
     records: dict[str, list[dict]] = {}
     for part in parts:
-        for name, entry in part.report["substrates"].items():
-            pool = entry.get("pool")
+        for name, entry in part.report.substrates.items():
+            pool = entry.pool
             if pool:
                 if "creation_s" not in pool:
                     raise MergeRefused(
@@ -250,4 +249,4 @@ def write(
 ) -> list[str]:
     """Merge ``parts`` and write the report to ``path``; the report and where it went."""
     report = merge(parts, force=force, failed=failed)
-    return report, write_json(path, report)
+    return report, write_json(path, report.to_dict())

@@ -15,7 +15,6 @@ from typing import ClassVar, Literal
 
 from ..core.limits import check
 from ..core.price import SECONDS_PER_HOUR, Rate
-from ..fleet.pool import idle_per_claim
 from .cost import Cost, project_cost
 
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
@@ -104,8 +103,8 @@ class Scale:
 class Means:
     """What a projection starts from: one substrate's means, in seconds.
 
-    Made once per substrate, from its samples in a live run (``build``) or from a saved
-    report's entry (:meth:`of_entry`); :func:`project` turns it into hours.
+    Made once per substrate, from its report entry (``document.SubstrateEntry.means``), in a
+    live run, a merge and a saved run alike; :func:`project` turns it into hours.
     """
 
     #: Mean cold start, no-op probe and measured step (None: not measured), mean teardown.
@@ -127,34 +126,6 @@ class Means:
     #: Burst levels measured, as (concurrency, mean cold start) pairs; a warm pool's size.
     bursts: tuple[tuple[int, float], ...] = ()
     pool_size: int | None = None
-
-    @classmethod
-    def of_entry(cls, entry: dict) -> Means:
-        """The means of a report's ``substrates[NAME]`` entry (a saved or merged run)."""
-
-        def mean(metric: str) -> float | None:
-            return entry[metric]["mean"] if entry.get(metric) else None
-
-        pool, command = entry.get("pool"), entry.get("command")
-        return cls(
-            cold_start_s=mean("cold_start"),
-            action_s=mean("action"),
-            step_s=mean("step"),
-            teardown_s=mean("teardown") or 0.0,
-            idle_s=idle_per_claim(pool["idle_sandbox_s"], pool["hits"] + pool["misses"])
-            if pool
-            else 0.0,
-            command_s=command["mean_s"] if command else None,
-            isolation_s=(entry.get("isolation") or {}).get("per_step_s"),
-            think_s=mean("think"),
-            rate=rate_of(entry),
-            bursts=tuple(
-                (level["concurrency"], level["cold_start"]["mean"])
-                for level in entry.get("burst") or ()
-                if level.get("cold_start")
-            ),
-            pool_size=pool["size"] if pool else None,
-        )
 
     @property
     def projected_step_s(self) -> float | None:
@@ -284,16 +255,6 @@ def cost(
         think_s=(scale.steps or 0) * scale.think_time_s,
         wall_clock_hours=fleet.wall_clock_hours if fleet else None,
     )
-
-
-def rate_of(entry: dict) -> Rate | None:
-    """A report entry's billing: its ``rate``, or an older run's ``price_per_hour`` (a price
-    per sandbox-hour, the user's)."""
-    if entry.get("rate"):
-        return Rate.from_dict(entry["rate"])
-    if entry.get("price_per_hour") is not None:
-        return Rate(instance_hour=entry["price_per_hour"])
-    return None
 
 
 def step_overhead(action_s: float, step_s: float | None = None) -> float:

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 
 from ..core.noise import evidence
 from ..core.record import step_walls
+from .document import Ranked, Report, SubstrateEntry
 from .projection import SECONDS_PER_HOUR, Scale, rollout_seconds
-from .validity import failed_all, isolates, no_valid_result, success_rate
 
 #: What the noise test said of a substrate's difference from the cheapest.
 RESOLVED = "resolved"  #: credible: p < ALPHA
@@ -34,95 +34,89 @@ def rollout_units(
     return units
 
 
-def report_units(report: dict, scale: Scale) -> dict[str, list[float]]:
+def report_units(report: Report, scale: Scale) -> dict[str, list[float]]:
     """:func:`rollout_units` of a whole report's ``rollouts[]`` (a saved run) at ``scale``."""
     rows = (
         (item["substrate"], item.get("cold_start_s"), step_walls(item.get("steps")),
          item.get("teardown_s"))
-        for item in report.get("rollouts", ())
+        for item in report.rollouts
     )  # fmt: skip
     return rollout_units(rows, scale)
 
 
-def rank(substrates: dict[str, dict], units: dict[str, list[float]], scale: Scale) -> list[dict]:
+def rank(
+    substrates: dict[str, SubstrateEntry], units: dict[str, list[float]], scale: Scale
+) -> list[Ranked]:
     """The report's ``ranking``: every substrate with a valid result, the cheapest first by
     ``scale.rank_by`` (projected worker-hours, or dollars); then those without that figure;
     then those whose every rollout failed.
 
-    Each item: ``substrate``, ``worker_hours``, ``tax_hours``, ``dollars``, ``ratio`` (its
-    figure over the reference's: the cheapest substrate that isolates, or the cheapest when none
-    does), ``noise`` (``resolved``, ``within noise``, ``untested``; None for the reference and
-    the floor) and ``why`` (the noise test's own words), ``success`` (the share of its rollouts
-    that succeeded), ``isolates``, ``floor`` (an unisolated substrate cheaper than the
-    reference) and ``no_valid_result`` (why it has no ratio, when every rollout failed). The
-    test compares the rollouts' worker seconds (in dollars at each one's rate, when ranking by
-    cost), each substrate's shifted so that their mean is its projected rollout (think time,
-    recorded command time and pool idle included), with the reference's.
+    Each item's ratio is its figure over the reference's: the cheapest substrate that isolates,
+    or the cheapest when none does. The noise test compares the rollouts' worker seconds (in
+    dollars at each one's rate, when ranking by cost), each substrate's shifted so that their
+    mean is its projected rollout (think time, recorded command time and pool idle included),
+    with the reference's.
     """
     priced = sorted(
-        (n for n, e in substrates.items() if _figure(e, scale) and not failed_all(e)),
+        (n for n, e in substrates.items() if _figure(e, scale) and not e.failed_all),
         key=lambda n: (_figure(substrates[n], scale), n),
     )
-    failed = sorted(n for n, e in substrates.items() if failed_all(e))
+    failed = sorted(n for n, e in substrates.items() if e.failed_all)
     unpriced = sorted(n for n in substrates if n not in priced and n not in failed)
     tail = [_item(name, substrates[name], None) for name in (*unpriced, *failed)]
     if not priced:
         return tail
-    reference = next((n for n in priced if isolates(n, substrates[n])), priced[0])
+    reference = next((n for n in priced if substrates[n].isolates(n)), priced[0])
     shifted = {name: _shifted(units.get(name, []), substrates[name], scale) for name in priced}
     base = _figure(substrates[reference], scale)
-    reference_isolates = isolates(reference, substrates[reference])
+    reference_isolates = substrates[reference].isolates(reference)
     ranking = []
     for name in priced:
         item = _item(name, substrates[name], _figure(substrates[name], scale) / base)
         ranking.append(item)
         if name == reference:
             continue
-        if reference_isolates and not isolates(name, substrates[name]):
-            item["floor"] = True
+        if reference_isolates and not substrates[name].isolates(name):
+            item.floor = True
             continue
         found = evidence(shifted[reference], shifted[name])
         if found.p_value is None:
-            item["noise"] = UNTESTED
+            item.noise = UNTESTED
         else:
-            item["noise"] = RESOLVED if found.credible else WITHIN_NOISE
-        item["why"] = found.why
+            item.noise = RESOLVED if found.credible else WITHIN_NOISE
+        item.why = found.why
     return ranking + tail
 
 
-def _figure(entry: dict, scale: Scale) -> float | None:
+def _figure(entry: SubstrateEntry, scale: Scale) -> float | None:
     """What the ranking orders by: the entry's worker-hours, or its dollars."""
-    if scale.rank_by == "cost":
-        return entry.get("cost_usd")
-    return entry.get("worker_hours")
+    return entry.dollars if scale.rank_by == "cost" else entry.worker_hours
 
 
-def _item(name: str, entry: dict, ratio: float | None) -> dict:
-    invalid = no_valid_result(entry)
-    return {
-        "substrate": name,
-        "worker_hours": None if invalid else entry.get("worker_hours"),
-        "tax_hours": None if invalid else entry.get("tax_hours"),
-        "dollars": None if invalid else entry.get("cost_usd"),
-        "ratio": ratio,
-        "noise": None,
-        "why": None,
-        "success": success_rate(entry),
-        "isolates": isolates(name, entry),
-        "floor": False,
-        "no_valid_result": invalid,
-    }
+def _item(name: str, entry: SubstrateEntry, ratio: float | None) -> Ranked:
+    invalid = entry.no_valid_result
+    return Ranked(
+        substrate=name,
+        worker_hours=None if invalid else entry.worker_hours,
+        tax_hours=None if invalid else entry.tax_hours,
+        dollars=None if invalid else entry.dollars,
+        ratio=ratio,
+        success=entry.success_rate,
+        isolates=entry.isolates(name),
+        no_valid_result=invalid,
+    )
 
 
-def _shifted(units: list[float], entry: dict, scale: Scale) -> list[float]:
+def _shifted(units: list[float], entry: SubstrateEntry, scale: Scale) -> list[float]:
     """``units`` moved so that their mean is the entry's projected seconds per rollout; in
     dollars at the entry's rate when ranking by cost."""
-    if not units or not entry.get("worker_hours"):
+    hours = entry.worker_hours
+    if not units or not hours:
         return []
-    target = entry["worker_hours"] * SECONDS_PER_HOUR / scale.rollouts
+    target = hours * SECONDS_PER_HOUR / scale.rollouts
     shift = target - math.fsum(units) / len(units)
     shifted = [unit + shift for unit in units]
     if scale.rank_by != "cost":
         return shifted
-    per_second = entry["cost_usd"] / (entry["worker_hours"] * SECONDS_PER_HOUR)
+    per_second = entry.dollars / (hours * SECONDS_PER_HOUR)
     return [unit * per_second for unit in shifted]

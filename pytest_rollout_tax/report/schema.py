@@ -1,6 +1,13 @@
-"""The report's schema names and the metrics whose raw samples every report keeps."""
+"""The report's schema: its names, the metrics whose raw samples every report keeps, and the
+check of a report file's parts (``document.Report.from_dict`` calls it)."""
 
 from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from ..core.stats import STAT_NAMES
 
 SCHEMA = "rollout-tax/2"
 
@@ -11,3 +18,93 @@ READABLE_SCHEMAS = ("rollout-tax/1", SCHEMA)
 
 #: The STATS entries of a ``substrates[NAME]`` report entry, each backed by raw samples.
 SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
+
+
+def check(report: Any) -> None:
+    """Check the parts of a report file (schema ``/2`` or ``/1``) that reading it takes; a
+    ValueError names the first that is wrong."""
+    if not isinstance(report, dict):
+        raise ValueError(f"not a rollout-tax report (a JSON {type(report).__name__})")
+    if "schema" not in report:
+        raise ValueError(f"not a rollout-tax report (no 'schema' field; expected {SCHEMA!r})")
+    if report["schema"] not in READABLE_SCHEMAS:
+        readable = " or ".join(READABLE_SCHEMAS)
+        raise ValueError(f"unsupported schema {report['schema']!r} (expected {readable})")
+    projection = _field(report, "projection", dict, "")
+    for key, kind in (("rollouts", int), ("steps", int), ("think_time_s", (int, float))):
+        _number(_field(projection, key, kind, "projection."), f"projection.{key}")
+    substrates = _field(report, "substrates", dict, "")
+    for name, entry in substrates.items():
+        where = f"substrates.{name}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected an object")
+        for metric in SAMPLE_METRICS:
+            stats = entry.get(metric)
+            if stats is None:
+                continue
+            if not isinstance(stats, dict):
+                raise ValueError(f"{where}.{metric}: expected a STATS object or null")
+            for stat in ("n", *STAT_NAMES):
+                value = _field(stats, stat, (int, float), f"{where}.{metric}.")
+                _number(value, f"{where}.{metric}.{stat}")
+        for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
+            if entry.get(key) is not None:
+                _number(entry[key], f"{where}.{key}")
+    rollouts = report.get("rollouts", [])
+    if not isinstance(rollouts, list):
+        raise ValueError("rollouts: expected a list")
+    for index, rollout in enumerate(rollouts):
+        _validate_rollout(rollout, f"rollouts[{index}]")
+
+
+def _validate_rollout(rollout: Any, where: str) -> None:
+    if not isinstance(rollout, dict):
+        raise ValueError(f"{where}: expected an object")
+    if not isinstance(rollout.get("substrate"), str):
+        raise ValueError(f"{where}.substrate: expected a name")
+    for key in ("cold_start_s", "teardown_s", "trajectory_s"):
+        if rollout.get(key) is not None:
+            _number(rollout[key], f"{where}.{key}")
+    probes = rollout.get("action_probes_s", [])
+    if not isinstance(probes, list):
+        raise ValueError(f"{where}.action_probes_s: expected a list")
+    for value in probes:
+        _number(value, f"{where}.action_probes_s")
+    steps = rollout.get("steps") or []
+    if isinstance(steps, dict):  # columns: wall_us (rollout-tax/2) or wall_s (/1)
+        column = "wall_us" if "wall_us" in steps else "wall_s"
+        walls = steps.get(column, [])
+        if not isinstance(walls, list):
+            raise ValueError(f"{where}.steps.{column}: expected a list")
+        for value in walls:
+            _number(value, f"{where}.steps.{column}")
+        return
+    if not isinstance(steps, list):
+        raise ValueError(f"{where}.steps: expected columns or a list")
+    for index, step in enumerate(steps):  # a list of objects (before columns)
+        if not isinstance(step, dict):
+            raise ValueError(f"{where}.steps[{index}]: expected an object")
+        _number(step.get("wall_s"), f"{where}.steps[{index}].wall_s")
+
+
+def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
+    if key not in data:
+        raise ValueError(f"not a rollout-tax report (no '{prefix}{key}')")
+    value = data[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        expected = {dict: "an object", int: "an integer"}.get(kind, "a number")
+        raise ValueError(f"{prefix}{key}: expected {expected}, got {_short(value)}")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: expected a number, got {_short(value)}")
+    if value < 0:
+        raise ValueError(f"{where}: negative value {value!r}")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

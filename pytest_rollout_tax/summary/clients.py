@@ -3,16 +3,17 @@ merged report's shards and clients (with a warning for each saturated one)."""
 
 from __future__ import annotations
 
+from ..report.document import Report
 from ..report.machine import SATURATED
 
 ADVICE = "its timings include client-side queueing: spread the run over more machines"
 
 
-def client_lines(report: dict) -> list[str]:
+def client_lines(report: Report) -> list[str]:
     """The client lines of one run's report (``client``) or a merged one (``clients[]``)."""
-    if report.get("merge"):
+    if report.merge:
         return merge_lines(report)
-    client = report.get("client") or {}
+    client = report.client or {}
     lines = []
     if client.get("shard"):
         workload = client.get("workload") or {}
@@ -29,9 +30,9 @@ def client_lines(report: dict) -> list[str]:
     return lines
 
 
-def merge_lines(report: dict) -> list[str]:
-    merge = report["merge"]
-    clients = report.get("clients") or []
+def merge_lines(report: Report) -> list[str]:
+    merge = report.merge
+    clients = report.clients or []
     hosts = {client.get("host") for client in clients}
     of = f" of {merge['shards']}" if merge["shards"] else ""
     lines = [
@@ -52,8 +53,8 @@ def merge_lines(report: dict) -> list[str]:
         lines.append(f"warning: incomplete: shard {index}{of} failed: {error}")
     spreads = [
         level["release_spread_s"]
-        for entry in report["substrates"].values()
-        for level in entry.get("burst") or []
+        for entry in report.substrates.values()
+        for level in entry.burst or []
         if level.get("release_spread_s") is not None
     ]
     if merge.get("alignment"):

@@ -6,27 +6,27 @@ from __future__ import annotations
 from datetime import date
 
 from ..core.price import STALE_AFTER_DAYS
-from ..report.projection import rate_of
+from ..report.document import Report, SubstrateEntry
 from ..text.units import PART_LABELS, dollars, share
 
 
-def cost_lines(report: dict, names: list[str], today: date | None = None) -> list[str]:
+def cost_lines(report: Report, names: list[str], today: date | None = None) -> list[str]:
     """One line per priced substrate, a stale price flagged; then, when any is priced, one line
     naming the substrates without a price and how to set one."""
     today = today or date.today()
-    substrates = report["substrates"]
+    substrates = report.substrates
     lines = []
     for name in names:
         entry = substrates[name]
-        if entry.get("cost_usd") is not None:
-            lines.append(_bill(name, entry, report["projection"]["rollouts"]))
-            rate = rate_of(entry)
+        if entry.dollars is not None:
+            lines.append(_bill(name, entry, report.projection.rollouts))
+            rate = entry.billing
             if rate is not None and rate.stale(today):
                 lines.append(
                     f"warning: {name}'s list price was read on {rate.as_of}, over "
                     f"{STALE_AFTER_DAYS} days ago: check it, or set {name}.price.*"
                 )
-    unpriced = [n for n in names if substrates[n].get("cost_usd") is None]
+    unpriced = [n for n in names if substrates[n].dollars is None]
     if unpriced and len(unpriced) < len(names):
         lines.append(
             f"dollars: no price for {', '.join(unpriced)}; set one with --substrate-opt "
@@ -36,18 +36,17 @@ def cost_lines(report: dict, names: list[str], today: date | None = None) -> lis
     return lines
 
 
-def _bill(name: str, entry: dict, rollouts: int) -> str:
+def _bill(name: str, entry: SubstrateEntry, rollouts: int) -> str:
     """``e2b dollars: $18,136 for 1,000,000 rollouts ($886 environment only); think held 95%,
     command 3% ... at $0.0828 per sandbox-hour (list price of 2026-12-01)``."""
-    rate = rate_of(entry)
-    cost = entry.get("cost") or {"dollars": entry["cost_usd"], "parts": {}}
-    total = cost["dollars"]
+    rate, cost = entry.billing, entry.projected.cost
+    total = cost.dollars
     line = f"{name} dollars: {dollars(total)} for {rollouts:,} rollouts"
-    environment = cost.get("environment_dollars")
-    if environment is not None and abs(environment - total) > 0.005 * total:
+    environment = cost.environment_dollars
+    if abs(environment - total) > 0.005 * total:
         line += f" ({dollars(environment)} environment only)"
     parts = sorted(
-        ((part, value) for part, value in cost["parts"].items() if value > 0),
+        ((part, value) for part, value in cost.parts.items() if value > 0),
         key=lambda pair: -pair[1],
     )
     if parts and total:
@@ -57,7 +56,7 @@ def _bill(name: str, entry: dict, rollouts: int) -> str:
     if rate is not None:
         whose = "your price" if rate.yours else f"list price of {rate.as_of}"
         line += f"; at ${rate.sandbox_hour:.4g} per sandbox-hour ({whose})"
-    if cost.get("fee_counted") is False:
+    if not cost.fee_counted:
         line += "; its fixed fee needs --rollout-fleet"
     return line
 

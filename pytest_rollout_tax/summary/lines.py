@@ -8,84 +8,83 @@ the HTML page alike.
 from __future__ import annotations
 
 from ..core.stats import min_samples
+from ..report.document import Ranked, Report, SubstrateEntry
+from ..report.projection import Scale
 from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
 from ..text.units import dollars, hours, ratio, seconds
 
 
-def ranked_names(report: dict) -> list[str]:
+def ranked_names(report: Report) -> list[str]:
     """The substrates in the report's ranking order (cheapest worker-hours first); a report
     saved before the ranking was recorded is ordered by its worker-hours."""
-    if report.get("ranking"):
-        return [item["substrate"] for item in report["ranking"]]
-    substrates = report["substrates"]
+    if report.ranking:
+        return [item.substrate for item in report.ranking]
+    substrates = report.substrates
 
     def key(name: str) -> tuple:
-        hours = substrates[name]["worker_hours"]
+        hours = substrates[name].worker_hours
         return (hours is None, hours or 0.0, name)
 
     return sorted(substrates, key=key)
 
 
-def decision_lines(report: dict) -> list[str]:
+def decision_lines(report: Report) -> list[str]:
     """The decision: the cheapest substrate that isolates (by worker-hours, or by dollars with
     ``--rollout-rank-by=cost``, the other unit beside it), with the unisolated floor
     (``local``) beside it, by how much it beats the next and whether the run resolves the
     difference (the gate's noise test); the whole ranking when more than two candidates have
     the figure; each substrate with no valid result (every rollout failed), with its reason."""
-    by_cost = (report.get("projection") or {}).get("rank_by") == "cost"
+    by_cost = report.projection.rank_by == "cost"
     key = "dollars" if by_cost else "worker_hours"
-    ranking = report.get("ranking") or ()
-    valid = [item for item in ranking if item.get(key) and not item.get("no_valid_result")]
-    floors = [item for item in valid if item.get("floor")]
-    candidates = [item for item in valid if not item.get("floor")]
-    best = max((item.get("success") or 0.0 for item in valid), default=0.0)
+    ranking = report.ranking or ()
+    valid = [item for item in ranking if getattr(item, key) and not item.no_valid_result]
+    floors = [item for item in valid if item.floor]
+    candidates = [item for item in valid if not item.floor]
+    best = max((item.success or 0.0 for item in valid), default=0.0)
     lines = []
     if candidates:
         first = candidates[0]
         figures = _figures(first, by_cost) + _success(first, best)
         floor = "".join(
-            f" (floor: {item['substrate']}, {_figures(item, by_cost, tax=False)})"
+            f" (floor: {item.substrate}, {_figures(item, by_cost, tax=False)})"
             for item in floors[:1]
         )
         if len(candidates) == 1:
-            lines.append(f"{first['substrate']}: {figures}{floor}")
+            lines.append(f"{first.substrate}: {figures}{floor}")
         else:
-            cheapest = "cheapest that isolates" if first.get("isolates") else "cheapest here"
+            cheapest = "cheapest that isolates" if first.isolates else "cheapest here"
             lines.append(
-                f"{cheapest}: {first['substrate']}, {figures}{floor}; "
+                f"{cheapest}: {first.substrate}, {figures}{floor}; "
                 f"next {_versus(candidates[1], first, best, by_cost)}"
             )
         if len(candidates) > 2:
             rest = ", ".join(
-                f"{item['substrate']} {ratio(item['ratio'])}{_success(item, best)}"
-                + _noise_tag(item)
+                f"{item.substrate} {ratio(item.ratio)}{_success(item, best)}" + _noise_tag(item)
                 for item in candidates[1:]
             )
             unit = "dollars" if by_cost else "worker-hours"
-            lines.append(f"ranking by {unit}: {first['substrate']}, then {rest}")
+            lines.append(f"ranking by {unit}: {first.substrate}, then {rest}")
     lines += [
-        f"{item['substrate']}: {item['no_valid_result']}"
-        for item in ranking
-        if item.get("no_valid_result")
+        f"{item.substrate}: {item.no_valid_result}" for item in ranking if item.no_valid_result
     ]
     return lines
 
 
-def _figures(item: dict, by_cost: bool, *, tax: bool = True) -> str:
+def _figures(item: Ranked, by_cost: bool, *, tax: bool = True) -> str:
     """A substrate's figures, the ranking's unit first and the other beside it."""
-    worker = f"{hours(item['worker_hours'])} worker-hours"
+    worker = f"{hours(item.worker_hours)} worker-hours"
     if by_cost:
-        text = f"{dollars(item['dollars'])} ({worker})"
+        text = f"{dollars(item.dollars)} ({worker})"
     else:
-        price = f" ({dollars(item['dollars'])})" if item.get("dollars") is not None else ""
+        price = f" ({dollars(item.dollars)})" if item.dollars is not None else ""
         text = f"{worker}{price}"
-    return f"{text} and {hours(item['tax_hours'])} tax-hours" if tax else text
+    return f"{text} and {hours(item.tax_hours)} tax-hours" if tax else text
 
 
-def _success(item: dict, best: float) -> str:
+def _success(item: Ranked, best: float) -> str:
     """`` (75% succeeded, below the others' 100%)`` for a substrate whose rollouts partly
     failed; nothing when all succeeded."""
-    success = item.get("success")
+    success = item.success
     if success is None or success >= 1:
         return ""
     below = f", below the others' {best:.0%}" if success < best else ""
@@ -100,31 +99,31 @@ VERDICTS = {
 }
 
 
-def _versus(item: dict, cheapest: dict, best: float, by_cost: bool = False) -> str:
+def _versus(item: Ranked, cheapest: Ranked, best: float, by_cost: bool = False) -> str:
     """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
     unit = "dollars" if by_cost else "worker-hours"
-    text = f"{item['substrate']} at {ratio(item['ratio'])} the {unit}{_success(item, best)}"
-    if item["tax_hours"] and cheapest["tax_hours"]:
-        text += f", {ratio(item['tax_hours'] / cheapest['tax_hours'])} the tax-hours"
-    if item["noise"]:
-        text += f"; {VERDICTS[item['noise']]}: {item['why']}"
+    text = f"{item.substrate} at {ratio(item.ratio)} the {unit}{_success(item, best)}"
+    if item.tax_hours and cheapest.tax_hours:
+        text += f", {ratio(item.tax_hours / cheapest.tax_hours)} the tax-hours"
+    if item.noise:
+        text += f"; {VERDICTS[item.noise]}: {item.why}"
     return text
 
 
-def _noise_tag(item: dict) -> str:
-    return " (within the noise)" if item["noise"] == WITHIN_NOISE else ""
+def _noise_tag(item: Ranked) -> str:
+    return " (within the noise)" if item.noise == WITHIN_NOISE else ""
 
 
-def header_lines(report: dict) -> list[str]:
+def header_lines(report: Report) -> list[str]:
     """What the hours are: the projection's scale, where think time came from, and (for
     replays) which command time counts."""
-    projection = report["projection"]
+    projection = report.projection
     lines = [
-        f"projected: {projection['rollouts']:,} rollouts x {projection['steps']} steps"
-        f"{STEPS_FROM.get(projection.get('steps_source'), '')}; tax = substrate overhead only",
+        f"projected: {projection.rollouts:,} rollouts x {projection.steps} steps"
+        f"{STEPS_FROM.get(projection.steps_source, '')}; tax = substrate overhead only",
         think_line(projection),
     ]
-    if (command := command_line(report["substrates"])) is not None:
+    if (command := command_line(report.substrates)) is not None:
         lines.append(command)
     return lines
 
@@ -142,10 +141,10 @@ STEPS_FROM = {
 NO_MODEL_TIME = "worker-hours are environment time only (no model time)"
 
 
-def think_line(projection: dict) -> str:
+def think_line(projection: Scale) -> str:
     """Where the projection's think time came from: option, recorded, or none."""
-    think = projection["think_time_s"]
-    source = projection.get("think_time_source", "option")
+    think = projection.think_time_s
+    source = projection.think_time_source
     if source == "recorded":
         return f"think time: {seconds(think)} per step, recorded in the replayed trajectories"
     if source == "option" and think:
@@ -154,9 +153,9 @@ def think_line(projection: dict) -> str:
     return f"think time: {given}: {NO_MODEL_TIME}"
 
 
-def command_line(substrates: dict[str, dict]) -> str | None:
+def command_line(substrates: dict[str, SubstrateEntry]) -> str | None:
     """Which command time the projection counts, for replays: recorded or measured."""
-    recorded = [e["command"] for e in substrates.values() if e.get("command")]
+    recorded = [e.command for e in substrates.values() if e.command]
     if recorded:
         known = sum(c["recorded_steps"] for c in recorded)
         steps = sum(c["steps"] for c in recorded)
@@ -164,7 +163,7 @@ def command_line(substrates: dict[str, dict]) -> str | None:
             f"command time: as recorded (shape replay; {known} of {steps} steps recorded it), "
             "the substrate's part of each measured step as overhead"
         )
-    if any(e.get("divergence") for e in substrates.values()):
+    if any(e.divergence for e in substrates.values()):
         return "command time: as measured (exact replay)"
     return None
 
@@ -174,12 +173,12 @@ def think_time(think: float, source: str) -> str:
     return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
 
 
-def environment_lines(report: dict) -> list[str]:
+def environment_lines(report: Report) -> list[str]:
     """With think time in the worker-hours, the worker-hours without it (the environment's
     alone, what the paper's worker-hours compare), cheapest first."""
-    if not report["projection"]["think_time_s"]:
+    if not report.projection.think_time_s:
         return []
-    substrates = report["substrates"]
+    substrates = report.substrates
     parts = [
         f"{name} {hours(environment_hours(substrates[name]))}"
         for name in ranked_names(report)
@@ -190,32 +189,26 @@ def environment_lines(report: dict) -> list[str]:
     return [f"worker-hours without think time (environment only): {', '.join(parts)}"]
 
 
-def environment_hours(entry: dict) -> float | None:
+def environment_hours(entry: SubstrateEntry) -> float | None:
     """A report entry's worker-hours less their think time."""
-    parts = entry.get("decomposition")
-    if entry.get("worker_hours") is None or not parts:
+    parts = entry.projected.decomposition
+    if entry.worker_hours is None or not parts:
         return None
-    return entry["worker_hours"] - parts["think"]
+    return entry.worker_hours - parts.think
 
 
-def spread_line(report: dict) -> str | None:
+def spread_line(report: Report) -> str | None:
     """The spread, each ratio with its own pair."""
-    spread = report.get("spread")
+    spread = report.spread
     if not spread:
         return None
-    projection = report["projection"]
-    think = projection["think_time_s"]
-    cheapest, dearest = spread.get("cheapest"), spread.get("dearest")  # none in older reports
-    pair = f" ({dearest} vs {cheapest})" if cheapest and dearest else ""
+    projection = report.projection
+    think = projection.think_time_s
     return (
-        f"spread: cold start p50 {ratio(spread['cold_start_p50'])} "
-        f"({spread['slowest']} vs {spread['fastest']}); "
-        f"worker-hours {ratio(spread['worker_hours'])}{pair}"
-        + (
-            f" at {think_time(think, projection.get('think_time_source', 'option'))}/step"
-            if think
-            else ""
-        )
+        f"spread: cold start p50 {ratio(spread.cold_start_p50)} "
+        f"({spread.slowest} vs {spread.fastest}); "
+        f"worker-hours {ratio(spread.worker_hours)} ({spread.dearest} vs {spread.cheapest})"
+        + (f" at {think_time(think, projection.think_time_source)}/step" if think else "")
     )
 
 
@@ -223,11 +216,11 @@ def spread_line(report: dict) -> str | None:
 DIVERGENCE_LABELS = {"exit_code": "exit code", "output_size": "output size"}
 
 
-def divergence_lines(substrates: dict[str, dict]) -> list[str]:
+def divergence_lines(substrates: dict[str, SubstrateEntry]) -> list[str]:
     """Per substrate that replayed exactly: how many replayed steps diverged, and how."""
     lines = []
     for name, entry in substrates.items():
-        divergence = entry.get("divergence")
+        divergence = entry.divergence
         if not divergence:
             continue
         line = (
@@ -241,9 +234,9 @@ def divergence_lines(substrates: dict[str, dict]) -> list[str]:
     return lines
 
 
-def not_run_lines(report: dict) -> list[str]:
-    """Each selected substrate that ran no rollout, and why."""
-    return [f"{name}: ran no rollout: {why}" for name, why in (report.get("not_run") or {}).items()]
+def not_run_lines(not_run: dict[str, str]) -> list[str]:
+    """Each selected substrate that ran no rollout (the report's ``not_run``), and why."""
+    return [f"{name}: ran no rollout: {why}" for name, why in not_run.items()]
 
 
 #: The percentiles the summary table shows, per metric (the highest first).
@@ -262,19 +255,19 @@ SAMPLE_LABELS = {
 }
 
 
-def few_samples_lines(substrates: dict[str, dict]) -> list[str]:
+def few_samples_lines(substrates: dict[str, SubstrateEntry]) -> list[str]:
     """One warning listing each substrate whose shown percentiles come from too few samples,
     and what each lacks; another naming those where every rollout failed (no samples)."""
     short: dict[str, list[str]] = {}  # what is lacking: the substrates that lack it
     failed = []
     for name, entry in substrates.items():
-        if not entry.get("cold_start"):
-            if entry["rollouts"]:
+        if not entry.cold_start:
+            if entry.rollouts:
                 failed.append(name)
             continue
         lacks = []
         for metric, shown in SHOWN_PERCENTILES.items():
-            samples = entry[metric]["n"] if entry.get(metric) else 0
+            samples = stats.n if (stats := getattr(entry, metric)) else 0
             if not samples:
                 continue  # not measured (no probes): shown as "-"
             wanted = next((q for q in shown if samples < min_samples(q)), None)

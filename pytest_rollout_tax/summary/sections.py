@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..fleet import burst
-from ..report.validity import no_valid_result
+from ..report.document import Report, SubstrateEntry
 from ..text.units import PART_LABELS, hours, seconds, share
 from . import isolation
 from .clients import client_lines
@@ -64,9 +64,9 @@ class Summary:
         return [line for section in (*sections, self.caveats) for line in section]
 
 
-def summarize(report: dict) -> Summary:
+def summarize(report: Report) -> Summary:
     """The summary of ``report``: every section, once."""
-    substrates = report["substrates"]
+    substrates = report.substrates
     judge = judge_of(report)
     spread = spread_line(report)
     caveats = [
@@ -76,7 +76,7 @@ def summarize(report: dict) -> Summary:
         if line is not None
     ]
     caveats += divergence_lines(substrates)
-    caveats += not_run_lines(report)
+    caveats += not_run_lines(report.not_run)
     caveats += few_samples_lines(substrates)
     caveats += control_plane_lines(report)
     caveats += client_lines(report)
@@ -99,43 +99,43 @@ def summarize(report: dict) -> Summary:
     )
 
 
-def shared_sandbox_lines(report: dict) -> list[str]:
+def shared_sandbox_lines(report: Report) -> list[str]:
     """An error line per sandbox that more than one rollout got."""
     return [
         f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
         f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
-        for shared in report.get("shared_sandboxes") or []
+        for shared in report.shared_sandboxes or []
     ]
 
 
-def success_line(name: str, entry: dict) -> str | None:
+def success_line(name: str, entry: SubstrateEntry) -> str | None:
     """The share of rollouts that succeeded and why the others failed (None when none did)."""
-    if not entry["failures"]:
+    if not entry.failures:
         return None
-    reasons = "; ".join(f"{n}x {why}" for why, n in entry["failure_reasons"].items())
-    success = 1 - entry["failures"] / entry["rollouts"]
-    unbound = f" ({entry['unbound']} unbound)" if entry.get("unbound") else ""
+    reasons = "; ".join(f"{n}x {why}" for why, n in entry.failure_reasons.items())
+    success = 1 - entry.failures / entry.rollouts
+    unbound = f" ({entry.unbound} unbound)" if entry.unbound else ""
     return f"{name}: {success:.0%} of rollouts succeeded{unbound}; failures: {reasons}"
 
 
-def fleet_lines(name: str, entry: dict) -> list[str]:
+def fleet_lines(name: str, entry: SubstrateEntry) -> list[str]:
     """The burst, warm-pool and fleet lines of one substrate (none when not measured)."""
     lines = []
-    if limited := entry.get("rate_limited"):
+    if limited := entry.rate_limited:
         said = "; ".join(limited["messages"])
         lines.append(
             f"{name}: {limited['rollouts']} rollout(s) rate_limited: the provider's limiter "
             f"refused the create (not a sandbox failure): {said}"
         )
-    if entry.get("burst"):
-        lines.append(burst_line(name, entry["burst"]))
-    if launches := entry.get("launch_types"):
+    if entry.burst:
+        lines.append(burst_line(name, entry.burst))
+    if launches := entry.launch_types:
         parts = [
             f"{kind} {t['rollouts']} ({t['share']:.0%}), p50 {_stat(t['cold_start'], 'p50')}"
             for kind, t in launches.items()
         ]
         lines.append(f"{name} cold start by launch type: {'; '.join(parts)}")
-    pool = entry.get("pool")
+    pool = entry.pool
     if pool and not pool.get("made_by_tool", True):
         lines.append(users_pool_line(name, pool))
     elif pool:
@@ -145,22 +145,22 @@ def fleet_lines(name: str, entry: dict) -> list[str]:
             f"{name} warm pool of {pool['size']}"
             + (f" x {pool['pools']} processes" if pool["pools"] > 1 else "")
             + f": {pool['hits']}/{claims} claims found a sandbox ready; claim p50 "
-            f"{_stat(entry['cold_start'], 'p50')} vs pool creation p50 {_stat(created, 'p50')}; "
+            f"{_stat(entry.cold_start, 'p50')} vs pool creation p50 {_stat(created, 'p50')}; "
             f"idle {seconds(pool['idle_sandbox_s'])} in all"
         )
-        if claims and created and entry["cold_start"]:
+        if claims and created and entry.cold_start:
             idle = pool["idle_sandbox_s"] / claims
-            line += "; " + pool_saving(entry["cold_start"]["mean"], created["mean"], idle)
+            line += "; " + pool_saving(entry.cold_start.mean, created["mean"], idle)
         if pool["creation_failures"]:
             reasons = "; ".join(f"{n}x {why}" for why, n in pool["failure_reasons"].items())
             line += f"; {pool['creation_failures']} pool creation(s) failed: {reasons}"
         lines.append(line)
-    fleet = entry.get("fleet")
+    fleet = entry.projected.fleet
     if fleet:
         lines.append(
-            f"{name} fleet of {fleet['workers']:,} workers: {hours(fleet['wall_clock_hours'])} "
-            f"wall-clock hours, {hours(fleet['worker_hours'])} worker-hours (cold start "
-            f"{seconds(fleet['cold_start_s'])} from {fleet['cold_start_from']})"
+            f"{name} fleet of {fleet.workers:,} workers: {hours(fleet.wall_clock_hours)} "
+            f"wall-clock hours, {hours(fleet.worker_hours)} worker-hours (cold start "
+            f"{seconds(fleet.cold_start_s)} from {fleet.cold_start_from})"
         )
     return lines
 
@@ -218,14 +218,12 @@ def burst_line(name: str, levels: list[dict]) -> str:
     return line
 
 
-def control_plane_lines(report: dict) -> list[str]:
+def control_plane_lines(report: Report) -> list[str]:
     """Where the client ran, each control plane's round trip, and which are local stand-ins."""
-    planes = {
-        n: s["control_plane"] for n, s in report["substrates"].items() if s.get("control_plane")
-    }
+    planes = {n: s.control_plane for n, s in report.substrates.items() if s.control_plane}
     if not planes:
         return []
-    machine = report.get("machine") or {}
+    machine = report.machine or {}
     where = ", ".join(
         str(part)
         for part in (
@@ -253,7 +251,7 @@ def control_plane_lines(report: dict) -> list[str]:
                 "includes connection setup (reuse_connection=true)"
             )
         if plane["stand_in"]:
-            kind = report["substrates"][name].get("kind") or name
+            kind = report.substrates[name].kind or name
             lines.append(
                 f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
                 f"not the real {kind} service"
@@ -261,29 +259,29 @@ def control_plane_lines(report: dict) -> list[str]:
     return lines
 
 
-def shares_line(name: str, entry: dict) -> str | None:
+def shares_line(name: str, entry: SubstrateEntry) -> str | None:
     """Where a substrate's worker-hours go, in shares, e.g. ``docker hours: cold start 10%,
     overhead 84%, command 3.6%, think 0%, teardown 2.7% (tax 97%)``."""
-    parts, total = entry.get("decomposition"), entry.get("worker_hours")
-    if not parts or not total or no_valid_result(entry):
+    parts, total = entry.projected.decomposition, entry.worker_hours
+    if not parts or not total or entry.no_valid_result:
         return None
     terms = ", ".join(
         f"{PART_LABELS.get(part, part)} {share(value / total)}"
-        for part, value in parts.items()
+        for part, value in parts.to_dict().items()
         if part != "idle" or value  # a pool's idle time, where there is a pool
     )
-    tax = entry.get("tax_hours")
+    tax = entry.tax_hours
     return f"{name} hours: {terms}" + (f" (tax {share(tax / total)})" if tax else "")
 
 
-def tax_cap_note(name: str, entry: dict) -> str | None:
+def tax_cap_note(name: str, entry: SubstrateEntry) -> str | None:
     """The note for a substrate whose no-op probe is slower than its mean step, else None."""
-    action, step = entry.get("action"), entry.get("step")
-    if not action or not step or action["mean"] <= step["mean"]:
+    action, step = entry.action, entry.step
+    if not action or not step or action.mean <= step.mean:
         return None
     return (
-        f"note: {name}'s no-op probe ({seconds(action['mean'])}) is slower than its mean step "
-        f"({seconds(step['mean'])}); its per-step tax is capped at the step"
+        f"note: {name}'s no-op probe ({seconds(action.mean)}) is slower than its mean step "
+        f"({seconds(step.mean)}); its per-step tax is capped at the step"
     )
 
 

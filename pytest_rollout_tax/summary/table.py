@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from ..report.validity import no_valid_result
+from ..core.stats import Stats
+from ..report.document import SubstrateEntry
 from ..text.units import hours, seconds
 
 #: The columns' separator.
@@ -19,31 +20,31 @@ class Column:
 
     key: str
     header: tuple[str, str]
-    cell: Callable[[str, dict], str]
+    cell: Callable[[str, SubstrateEntry], str]
 
 
-def _pair(stats: dict | None) -> str:
-    return f"{seconds(stats['p50'])}/{seconds(stats['p95'])}" if stats else "-"
+def _pair(stats: Stats | None) -> str:
+    return f"{seconds(stats.p50)}/{seconds(stats.p95)}" if stats else "-"
 
 
-def _p50(stats: dict | None) -> str:
-    return seconds(stats["p50"]) if stats else "-"
+def _p50(stats: Stats | None) -> str:
+    return seconds(stats.p50) if stats else "-"
 
 
-def _rollouts_failed(name: str, entry: dict) -> str:
-    return f"{entry['rollouts']}" + (f" ({entry['failures']})" if entry["failures"] else "")
+def _rollouts_failed(name: str, entry: SubstrateEntry) -> str:
+    return f"{entry.rollouts}" + (f" ({entry.failures})" if entry.failures else "")
 
 
 COLUMNS = (
     Column("substrate", ("substrate", ""), lambda name, entry: name),
-    Column("rollouts", ("rollouts", ""), lambda name, entry: str(entry["rollouts"])),
-    Column("failed", ("failed", ""), lambda name, entry: str(entry["failures"])),
-    Column("cold_start", ("cold start", "p50/p95"), lambda name, e: _pair(e["cold_start"])),
-    Column("action", ("action", "p50/p95"), lambda name, e: _pair(e["action"])),
-    Column("step", ("step", "p50"), lambda name, e: _p50(e["step"])),
-    Column("teardown", ("teardown", "p50"), lambda name, e: _p50(e["teardown"])),
-    Column("worker_hours", ("worker", "hours"), lambda name, e: hours(e["worker_hours"])),
-    Column("tax_hours", ("tax", "hours"), lambda name, e: hours(e["tax_hours"])),
+    Column("rollouts", ("rollouts", ""), lambda name, entry: str(entry.rollouts)),
+    Column("failed", ("failed", ""), lambda name, entry: str(entry.failures)),
+    Column("cold_start", ("cold start", "p50/p95"), lambda name, e: _pair(e.cold_start)),
+    Column("action", ("action", "p50/p95"), lambda name, e: _pair(e.action)),
+    Column("step", ("step", "p50"), lambda name, e: _p50(e.step)),
+    Column("teardown", ("teardown", "p50"), lambda name, e: _p50(e.teardown)),
+    Column("worker_hours", ("worker", "hours"), lambda name, e: hours(e.worker_hours)),
+    Column("tax_hours", ("tax", "hours"), lambda name, e: hours(e.tax_hours)),
 )
 
 
@@ -100,7 +101,7 @@ def _render(columns: list[Column], rows: list[tuple[str, dict]], width: int) -> 
     """The table's lines; a row whose every rollout failed reads ``no valid result (...)`` in
     place of its figures, cut to ``width``."""
     cells = [[c.cell(name, entry) for c in columns] for name, entry in rows]
-    valid = [row for row, (_, entry) in zip(cells, rows, strict=True) if not no_valid_result(entry)]
+    valid = [row for row, (_, entry) in zip(cells, rows, strict=True) if not entry.no_valid_result]
     widths = [
         max(len(c.header[0]), len(c.header[1]), *(len(r[i]) for r in cells if c.key in KEPT),
             *(len(r[i]) for r in valid))
@@ -112,8 +113,8 @@ def _render(columns: list[Column], rows: list[tuple[str, dict]], width: int) -> 
         rest = (value.rjust(w) for value, w in zip(values[1:], widths[1:], strict=False))
         return GAP.join([first, *rest]).rstrip()
 
-    def row_line(row: list[str], entry: dict) -> str:
-        invalid = no_valid_result(entry)
+    def row_line(row: list[str], entry: SubstrateEntry) -> str:
+        invalid = entry.no_valid_result
         if not invalid:
             return line(row)
         kept = [value for value, c in zip(row, columns, strict=True) if c.key in KEPT]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..report.document import Report
 from ..text.width import terminal_width, wrap
 from .lines import not_run_lines
 from .sections import Summary, summarize
@@ -21,10 +22,10 @@ def render(summary: Summary, width: int | None = None) -> list[str]:
 def render_nothing_ran(not_run: dict[str, str], width: int | None = None) -> list[str]:
     """The summary of a run where no rollout ran: each selected substrate, with why."""
     width = width or terminal_width()
-    notes = ["no rollout ran: nothing measured", *not_run_lines({"not_run": not_run})]
+    notes = ["no rollout ran: nothing measured", *not_run_lines(not_run)]
     return [line for note in notes for line in wrap(note, width)]
 
 
-def render_summary(report: dict, width: int | None = None) -> list[str]:
+def render_summary(report: Report, width: int | None = None) -> list[str]:
     """:func:`render` of the report's summary."""
     return render(summarize(report), width)

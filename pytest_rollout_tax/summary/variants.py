@@ -6,31 +6,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..fleet.pool import entry_idle_per_claim
+from ..report.document import SubstrateEntry
 from ..report.isolation import DEFAULT_RUNTIME
 from ..report.projection import step_overhead
-from ..report.validity import no_valid_result
 from ..text.units import ratio, seconds, signed_hours
 
 #: What a variant is made of, read from its report entry; the plain variant has each aspect's
 #: default. A new aspect (e.g. a container runtime) is one getter here, one default and one
 #: line maker in LINES.
-ASPECTS: dict[str, Callable[[dict], object]] = {
-    "transport": lambda entry: entry.get("transport") or "exec",
-    "pool": lambda entry: (entry.get("pool") or {}).get("size", 0),
-    "runtime": lambda entry: entry.get("runtime") or DEFAULT_RUNTIME,
-    "snapshot": lambda entry: bool(entry.get("snapshot")),
+ASPECTS: dict[str, Callable[[SubstrateEntry], object]] = {
+    "transport": lambda entry: entry.transport or "exec",
+    "pool": lambda entry: (entry.pool or {}).get("size", 0),
+    "runtime": lambda entry: entry.runtime or DEFAULT_RUNTIME,
+    "snapshot": lambda entry: bool(entry.snapshot),
 }
 PLAIN: dict[str, object] = {"transport": "exec", "pool": 0, "runtime": DEFAULT_RUNTIME,
                             "snapshot": False}  # fmt: skip
 
 
-def differences(base: dict, other: dict) -> tuple[str, ...]:
+def differences(base: SubstrateEntry, other: SubstrateEntry) -> tuple[str, ...]:
     """The aspects in which two variants' report entries differ, in ASPECTS order."""
     return tuple(aspect for aspect, get in ASPECTS.items() if get(base) != get(other))
 
 
-def plain_variant(names: list[str], substrates: dict[str, dict]) -> str:
+def plain_variant(names: list[str], substrates: dict[str, SubstrateEntry]) -> str:
     """The kind's plain variant among ``names``: the one with the fewest aspects off their
     defaults (on a tie, the first name)."""
 
@@ -42,14 +41,14 @@ def plain_variant(names: list[str], substrates: dict[str, dict]) -> str:
 
 
 def comparison_lines(
-    substrates: dict[str, dict], judge: Callable[[str, str], str] = lambda name, base: ""
+    substrates: dict[str, SubstrateEntry], judge: Callable[[str, str], str] = lambda name, base: ""
 ) -> list[str]:
     """For each kind run as several variants, each variant against the kind's plain one: one
     line per aspect that differs, saying when another aspect differs too (not like with like)."""
     by_kind: dict[str, list[str]] = {}
     for name, entry in substrates.items():
-        if entry.get("kind"):
-            by_kind.setdefault(entry["kind"], []).append(name)
+        if entry.kind:
+            by_kind.setdefault(entry.kind, []).append(name)
     lines = []
     for names in by_kind.values():
         base_name = plain_variant(names, substrates)
@@ -74,21 +73,23 @@ def comparison_lines(
     return lines
 
 
-def invalid_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+def invalid_line(
+    name: str, entry: SubstrateEntry, base_name: str, base: SubstrateEntry
+) -> str | None:
     """``docker-gvisor vs docker: docker-gvisor: no valid result (...)``, in place of any ratio,
     when either side's every rollout failed (None when both have valid results)."""
-    failed = [
-        (n, why) for n, e in ((name, entry), (base_name, base)) if (why := no_valid_result(e))
-    ]
+    failed = [(n, why) for n, e in ((name, entry), (base_name, base)) if (why := e.no_valid_result)]
     if not failed:
         return None
     return f"{name} vs {base_name}: " + "; ".join(f"{n}: {why}" for n, why in failed)
 
 
-def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+def transport_line(
+    name: str, entry: SubstrateEntry, base_name: str, base: SubstrateEntry
+) -> str | None:
     """``docker-session vs docker, transport session vs exec: step overhead 0.028x, -1,953
     tax-hours``: the ratio of the mean step overhead, the command's own time left out."""
-    if not entry.get("action") or not base.get("action"):
+    if not entry.action or not base.action:
         return None
     speed = _overhead(entry) / _overhead(base)
     get = ASPECTS["transport"]
@@ -96,36 +97,36 @@ def transport_line(name: str, entry: dict, base_name: str, base: dict) -> str | 
         f"{name} vs {base_name}, transport {get(entry)} vs {get(base)}: "
         f"step overhead {ratio(speed)}"
     )
-    if entry.get("tax_hours") is not None and base.get("tax_hours") is not None:
-        line += f", {signed_hours(entry['tax_hours'] - base['tax_hours'], 'tax-hours')}"
+    if entry.tax_hours is not None and base.tax_hours is not None:
+        line += f", {signed_hours(entry.tax_hours - base.tax_hours, 'tax-hours')}"
     return line
 
 
-def _overhead(entry: dict) -> float:
+def _overhead(entry: SubstrateEntry) -> float:
     """A variant's mean step overhead: the probe's mean, never more than the mean step's."""
-    step = entry.get("step")
-    return step_overhead(entry["action"]["mean"], step["mean"] if step else None)
+    step = entry.step
+    return step_overhead(entry.action.mean, step.mean if step else None)
 
 
-def pool_line(name: str, entry: dict, base_name: str, base: dict) -> str | None:
+def pool_line(name: str, entry: SubstrateEntry, base_name: str, base: SubstrateEntry) -> str | None:
     """``docker-pool vs docker, pool of 2 vs none: cold start p50 59.8ms (claim) vs 207ms
     (create) (147ms faster), idle 8.8s per rollout, +2,467 worker-hours``."""
-    if not entry.get("cold_start") or not base.get("cold_start"):
+    if not entry.cold_start or not base.cold_start:
         return None
     size, base_size = ASPECTS["pool"](entry), ASPECTS["pool"](base)
     line = (
         f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
-        f"{seconds(entry['cold_start']['p50'])} ({'claim' if size else 'create'}) vs "
-        f"{seconds(base['cold_start']['p50'])} ({'claim' if base_size else 'create'}) "
-        f"{_faster(entry['cold_start']['p50'], base['cold_start']['p50'])}, "
+        f"{seconds(entry.cold_start['p50'])} ({'claim' if size else 'create'}) vs "
+        f"{seconds(base.cold_start['p50'])} ({'claim' if base_size else 'create'}) "
+        f"{_faster(entry.cold_start['p50'], base.cold_start['p50'])}, "
         + (
-            f"idle {seconds(entry_idle_per_claim(entry))} per rollout"
-            if (entry.get("pool") or {}).get("made_by_tool", True)
+            f"idle {seconds(entry.idle_per_claim_s)} per rollout"
+            if (entry.pool or {}).get("made_by_tool", True)
             else "idle not counted (the user's pool)"
         )
     )
-    if entry.get("worker_hours") is not None and base.get("worker_hours") is not None:
-        line += f", {signed_hours(entry['worker_hours'] - base['worker_hours'], 'worker-hours')}"
+    if entry.worker_hours is not None and base.worker_hours is not None:
+        line += f", {signed_hours(entry.worker_hours - base.worker_hours, 'worker-hours')}"
     return line
 
 
@@ -136,13 +137,13 @@ def _faster(now: float, base: float) -> str:
     return f"({seconds(abs(now - base))} {'faster' if now < base else 'slower'})"
 
 
-def _by_isolation(name: str, entry: dict, base_name: str, base: dict) -> None:
+def _by_isolation(name: str, entry: SubstrateEntry, base_name: str, base: SubstrateEntry) -> None:
     """None: summary.isolation.runtime_lines and snapshot_lines make these comparisons, each against
     the variant that differs in that aspect alone (the same transport)."""
 
 
 #: Per aspect, the line comparing a variant that differs there with the plain one (or None).
-LINES: dict[str, Callable[[str, dict, str, dict], str | None]] = {
+LINES: dict[str, Callable[[str, SubstrateEntry, str, SubstrateEntry], str | None]] = {
     "transport": transport_line,
     "pool": pool_line,
     "runtime": _by_isolation,

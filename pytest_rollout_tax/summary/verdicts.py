@@ -7,16 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.noise import evidence
-from ..report.build import scale_of
+from ..report.document import Report
 from ..report.ranking import report_units
 
 #: Judge(variant, reference) -> the clause that follows the comparison's figures.
 Judge = Callable[[str, str], str]
 
 
-def judge_of(report: dict) -> Judge:
+def judge_of(report: Report) -> Judge:
     """The judge of ``report``'s comparisons, from its ``rollouts[]`` at its projection."""
-    units = report_units(report, scale_of(report)) if report.get("rollouts") else {}
+    units = report_units(report, report.projection) if report.rollouts else {}
 
     def judge(name: str, reference: str) -> str:
         mine, theirs = units.get(name, []), units.get(reference, [])

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core.record import STEP_COLUMNS, steps_of
 from ..core.substrate import CLAIM_PHASE
+from ..report.document import Report
 
 NANOSECONDS = 1_000_000_000
 #: How a sandbox came to be: a fresh cold start, a warm pool's claim, a snapshot's restore.
@@ -47,10 +48,10 @@ class RolloutSpans:
     probes_s: tuple[float, ...] = ()
 
 
-def records_of(report: dict[str, Any]) -> Iterable[dict[str, Any]]:
+def records_of(report: Report) -> Iterable[dict[str, Any]]:
     """A report's ``rollouts[]`` with every step column, whatever ``--rollout-json-steps`` kept
     for the file (a live run's rows keep them all)."""
-    rows = report.get("rollouts") or ()
+    rows = report.rollouts
     return rows.keeping(STEP_COLUMNS) if hasattr(rows, "keeping") else rows
 
 

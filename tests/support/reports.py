@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pytest_rollout_tax.core.record import Rollout, Step, steps_of
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, summarize
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 
 
@@ -20,8 +21,8 @@ def build_report(
     machine: dict,
     commit: dict | None,
     fleet: Fleet | None = None,
-) -> dict:
-    """The whole report of ``rollouts`` as plain JSON values (``rollouts[]`` a list)."""
+) -> Report:
+    """The whole report of ``rollouts``, its ``rollouts[]`` a list."""
     report = summarize(
         Aggregate.of(rollouts),
         scale,
@@ -30,7 +31,7 @@ def build_report(
         commit=commit,
         fleet=fleet,
     )
-    return {**report, "rollouts": list(report["rollouts"])}
+    return dataclasses.replace(report, rollouts=list(report.rollouts))
 
 
 #: Cold starts of a small run, in seconds.
@@ -58,7 +59,7 @@ def rollouts(substrate: str, cold: list[float], factor: float = 1.0) -> list[Rol
     return made
 
 
-def report(*groups: list[Rollout], scale: Scale | None = None) -> dict:
+def report(*groups: list[Rollout], scale: Scale | None = None) -> Report:
     """The report of these rollouts, on a fixed machine and with no commit."""
     return build_report(
         [r for group in groups for r in group],
@@ -69,14 +70,15 @@ def report(*groups: list[Rollout], scale: Scale | None = None) -> dict:
     )
 
 
-def as_schema_1(report: dict, steps_as: str = "columns") -> dict:
+def as_schema_1(report: Report, steps_as: str = "columns") -> dict:
     """``report`` as schema ``rollout-tax/1`` had it: steps as columns or as a list of objects.
 
     ``/1`` columns were ``{"kind": [names], "wall_s": [seconds], "exit_code": [...]}``; before
     them, steps were ``[{"kind", "wall_s", "exit_code"}, ...]``.
     """
+    data = report.to_dict()
     rollouts = []
-    for item in report["rollouts"]:
+    for item in data["rollouts"]:
         steps = list(steps_of(item.get("steps")))
         if steps_as == "columns":
             stored = {
@@ -87,7 +89,7 @@ def as_schema_1(report: dict, steps_as: str = "columns") -> dict:
         else:
             stored = [dataclasses.asdict(step) for step in steps]
         rollouts.append({**item, "steps": stored})
-    return {**report, "schema": "rollout-tax/1", "rollouts": rollouts}
+    return {**data, "schema": "rollout-tax/1", "rollouts": rollouts}
 
 
 def rollout(substrate, cold, step=0.01, outcome="passed", error=None, steps=2, planned=None):
