@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from .. import flags
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
 from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
@@ -47,7 +48,7 @@ class Gate:
         is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
         skips the file work the controller does.
         """
-        checks = tuple(Check.parse(text, "--rollout-compare-fail") for text in fail or [])
+        checks = tuple(flags.FAIL.value(text, flags.FAIL.plugin) for text in fail or [])
         store = Storage.at(storage)
         if save is not None:
             save = check_name(save, "--rollout-save")
