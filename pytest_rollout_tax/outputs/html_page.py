@@ -9,7 +9,7 @@ import pytest
 
 from .. import flags
 from ..page import html
-from . import GATE, OUTPUT_ERROR, add_option, option
+from . import GATE, OUTPUT_ERROR, SAVED, add_option, option
 
 FLAG = flags.HTML.plugin
 
@@ -35,8 +35,8 @@ def pytest_rollout_tax_report(config: pytest.Config, report: dict, summary: Any,
         return None
     gate = config.stash.get(GATE, None)
     baseline = gate.baseline if gate else None
-    saved = verdict.saved if verdict else ()
-    name = saved[0].name if saved else option(config, "--rollout-json")
+    saved = config.stash.get(SAVED, ())  # saved_run.py saves before every output
+    name = saved[0].name if saved else option(config, flags.JSON.plugin)
     try:
         page = html.render(
             report,

@@ -81,10 +81,6 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
      "string", "all"),
-    ("--rollout-save", {"metavar": "NAME"},
-     "save this run as STORAGE/NAME.json for later comparison", "string", None),
-    ("--rollout-autosave", {"action": "store_true", "default": None},
-     "save this run as STORAGE/NNNN_<commit-or-time>.json", "bool", False),
     (flags.STORAGE.plugin, {"metavar": flags.STORAGE.metavar}, flags.STORAGE.help,
      "string", DEFAULT_STORAGE),
     ("--rollout-compare", {"nargs": "?", "const": "", "metavar": "NAME|PATH"},
