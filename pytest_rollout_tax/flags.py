@@ -97,11 +97,6 @@ def page_path(text: str, spelled: str) -> str:
     return text
 
 
-def check(text: str, spelled: str) -> Check:
-    """A gate check, ``METRIC.STAT:THRESHOLD``; a ValueError names the flag as ``spelled``."""
-    return Check.parse(text, spelled)
-
-
 def rank_by(text: str) -> str:
     """``worker-hours`` or ``cost``, as the report records it (``worker_hours``, ``cost``)."""
     spelled = str(text).strip().replace("_", "-")
@@ -222,7 +217,7 @@ FAIL = Flag(
     f"{', '.join(SAMPLE_METRICS)}, worker_hours, cost; STAT: {', '.join(STAT_NAMES)} "
     "(worker_hours and cost: mean only; cost: a percentage); THRESHOLD: a percentage of the "
     "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
-    parse=check,
+    parse=Check.parse,
     cli_stem="fail",
     named=True,
 )
