@@ -25,7 +25,6 @@ from .gate import calibrate, compare, history
 from .gate.sides import reproject
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
-from .page import plots
 from .report import merge
 from .summary.terminal import render_summary
 
@@ -95,12 +94,8 @@ def build_parser() -> Parser:
     page.add_argument(
         "baseline", metavar="BASELINE", nargs="?", help="a run to compare with: a NAME or a PATH"
     )
-    page.add_argument(
-        "-o",
-        "--output",
-        metavar="PATH",
-        default="rollout-tax.html",
-        help="the HTML file to write (default: %(default)s)",
+    flags.HTML.add_argument(
+        page, "-o", default="rollout-tax.html", help="the HTML file to write (default: %(default)s)"
     )
     flags.FAIL.add_argument(page, action="append", default=[])
 
@@ -114,16 +109,12 @@ def build_parser() -> Parser:
         epilog=EPILOG,
     )
     proj.add_argument("run", metavar="RUN", help="the saved run: a NAME or a PATH")
-    proj.add_argument(
-        "--rollouts", type=COUNT, metavar="N", help="rollouts to project, e.g. 1000000 or 1e6"
-    )
-    proj.add_argument("--steps", type=COUNT, metavar="S", help="steps (tool calls) per rollout")
+    flags.ROLLOUTS.add_argument(proj)
+    flags.STEPS.add_argument(proj)
     flags.THINK_TIME.add_argument(proj)
     flags.FLEET.add_argument(proj)
     flags.RANK_BY.add_argument(proj)
-    proj.add_argument(
-        "--json", metavar="PATH", help="also write the re-projected report (in RUN's schema) here"
-    )
+    flags.JSON.add_argument(proj, help="also write the re-projected report (in RUN's schema) here")
 
     cal = commands.add_parser(
         "calibrate",
@@ -156,7 +147,7 @@ def build_parser() -> Parser:
     cal.add_argument(
         "--seed", type=int, default=0, metavar="N", help="the resampling seed (default: 0)"
     )
-    cal.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+    flags.JSON.add_argument(cal, help="also write the figures as JSON here")
 
     commands.add_parser(
         "prices",
@@ -193,7 +184,7 @@ def build_parser() -> Parser:
         metavar="P",
         help="keep change points whose t-test gives p below P (default: %(default)s)",
     )
-    hist.add_argument("--json", metavar="PATH", help="also write the change points as JSON here")
+    flags.JSON.add_argument(hist, help="also write the change points as JSON here")
 
     mrg = commands.add_parser(
         "merge",
@@ -251,8 +242,13 @@ def _slowdown(text: str) -> float:
 # -- commands -----------------------------------------------------------------------------------
 
 
+def _checks(args: argparse.Namespace) -> list[compare.Check]:
+    """The ``--fail`` checks, each parsed as the plugin's ``--rollout-compare-fail``."""
+    return [flags.FAIL.value(text, flags.FAIL.cli) for text in args.fail]
+
+
 def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    checks = _checks(args)
     storage = Storage.at(args.storage)
     current = _load_required(storage, args.current, "CURRENT")
     try:
@@ -315,9 +311,8 @@ def _substrates(run: SavedRun) -> str:
 
 
 def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
-    plots.require()
-    check_report_path(args.output, f"--output={args.output}")
+    checks = _checks(args)
+    flags.HTML.value(args.output, flags.HTML.cli)
     storage = Storage.at(args.storage)
     run = _load_required(storage, args.run, "RUN")
     report = reproject(run.report, None, None, None)  # a run saved before the decomposition
@@ -351,6 +346,8 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json:
+        flags.JSON.value(args.json, flags.JSON.cli)
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
     report = reproject(
         run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
@@ -374,7 +371,7 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    checks = [compare.Check.parse(text, option="--fail") for text in args.fail]
+    checks = _checks(args)
     if args.comparisons < calibrate.MIN_COMPARISONS:
         raise UsageError(
             f"--comparisons={args.comparisons}: at least {calibrate.MIN_COMPARISONS}, so a 1% "
@@ -386,7 +383,7 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             "(their time adds up)"
         )
     if args.json:
-        check_report_path(args.json, f"--json={args.json}")
+        flags.JSON.value(args.json, flags.JSON.cli)
     run = _load_required(Storage.at(args.storage), args.run, "RUN")
     calibrator = calibrate.Calibrator(run.report, checks, seed=args.seed)
     result = calibrator.run(args.comparisons, args.slowdown)
@@ -402,7 +399,7 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
-        check_report_path(args.json, f"--json={args.json}")
+        flags.JSON.value(args.json, flags.JSON.cli)
     history.require()
     storage = Storage.at(args.storage)
     found = history.of_storage(storage, args.max_p)

@@ -14,8 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .core.files import check_report_path
 from .core.limits import LIMITS
 from .core.stats import STAT_NAMES
+from .gate.compare import Check
+from .page import plots
 from .report.schema import SAMPLE_METRICS
 
 #: The largest count an option takes (rollouts to project, comparisons, ...).
@@ -51,6 +54,49 @@ def seconds(text: str) -> float:
     return number
 
 
+def rollouts(text: str) -> int:
+    """Rollouts to project: a count up to the ``--rollout-project rollouts`` bound."""
+    return count(text, int(LIMITS["--rollout-project rollouts"].high))
+
+
+def steps(text: str) -> int:
+    """Steps per projected rollout: a count up to the ``--rollout-project steps`` bound."""
+    return count(text, int(LIMITS["--rollout-project steps"].high))
+
+
+def projection(text: str) -> tuple[int, int | None]:
+    """``NxS`` or ``N`` alone (``1000000x150``, ``1e6x150``, ``1_000_000``): N by
+    :func:`rollouts`, S by :func:`steps` (None: not given)."""
+    head, sep, tail = str(text).strip().lower().partition("x")
+    return _part(rollouts, head, "ROLLOUTS"), _part(steps, tail, "STEPS") if sep else None
+
+
+def _part(parse: Callable[[str], int], text: str, name: str) -> int:
+    try:
+        return parse(text.strip())
+    except ValueError as exc:
+        raise ValueError(
+            f"expected ROLLOUTSxSTEPS (or ROLLOUTS alone), e.g. 1000000x150; {name}: {exc}"
+        ) from None
+
+
+def report_path(text: str, spelled: str) -> str:
+    """A file a report can be written to: not a directory, a special file or a place that
+    cannot be written; a ValueError names the flag as ``spelled`` and the path."""
+    check_report_path(text, f"{spelled}={text}")
+    return text
+
+
+def page_path(text: str, spelled: str) -> str:
+    """:func:`report_path`, for the HTML page, which needs matplotlib (the [html] extra)."""
+    report_path(text, spelled)
+    try:
+        plots.require()
+    except plots.PlotsUnavailable as exc:
+        raise ValueError(f"{spelled}={text}: {exc}") from None
+    return text
+
+
 def rank_by(text: str) -> str:
     """``worker-hours`` or ``cost``, as the report records it (``worker_hours``, ``cost``)."""
     spelled = str(text).strip().replace("_", "-")
@@ -67,9 +113,12 @@ class Flag:
     metavar: str
     help: str
     #: Parses the option's text (a ValueError's message says what was expected), or None.
-    parse: Callable[[str], Any] | None = None
+    parse: Callable[..., Any] | None = None
     #: The command line's stem, where it differs from the plugin's.
     cli_stem: str | None = None
+    #: ``parse`` takes the flag as spelled too and names it in its errors (a path, a check):
+    #: the command line calls :meth:`value` rather than letting argparse parse it.
+    named: bool = False
 
     @property
     def plugin(self) -> str:
@@ -83,15 +132,22 @@ class Flag:
         """``text`` parsed; a ValueError names the flag as ``spelled`` (``--rollout-fleet``)."""
         if self.parse is None:
             return text
+        if self.named:
+            return self.parse(text, spelled)
         try:
             return self.parse(text)
         except ValueError as exc:
             raise ValueError(f"{spelled}={text!r}: {exc}") from None
 
-    def add_argument(self, parser: argparse.ArgumentParser, **kwargs: Any) -> None:
-        """Add this flag to a command-line parser, parsed by the flag's own function."""
-        kind = argparse_type(self.parse) if self.parse else None
-        parser.add_argument(self.cli, metavar=self.metavar, help=self.help, type=kind, **kwargs)
+    def add_argument(
+        self, parser: argparse.ArgumentParser, *short: str, help: str | None = None, **kwargs: Any
+    ) -> None:
+        """Add this flag (and its ``short`` spellings) to a command-line parser, parsed by the
+        flag's own function; ``help`` says what a command does with it, where that differs."""
+        kind = argparse_type(self.parse) if self.parse and not self.named else None
+        parser.add_argument(
+            *short, self.cli, metavar=self.metavar, help=help or self.help, type=kind, **kwargs
+        )
 
 
 def argparse_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -127,6 +183,33 @@ THINK_TIME = Flag(
     "agent think time per step, added to projected worker-hours, not to tax-hours",
     parse=seconds,
 )
+PROJECT = Flag(
+    "project",
+    "NxS",
+    "project worker-hours for N rollouts of S steps (default 1000000x150, S the replays' "
+    "mean recorded length when every rollout is a replay; N alone: S from each marker's "
+    "steps)",
+    parse=projection,
+)
+#: ``--rollout-project``'s N and S, as the command line's ``project`` takes them.
+ROLLOUTS = Flag("rollouts", "N", "rollouts to project, e.g. 1000000 or 1e6", parse=rollouts)
+STEPS = Flag("steps", "S", "steps (tool calls) per rollout", parse=steps)
+JSON = Flag(
+    "json",
+    "PATH",
+    "write the full report (schema rollout-tax/2) to PATH",
+    parse=report_path,
+    named=True,
+)
+HTML = Flag(
+    "html",
+    "PATH",
+    "write the report as one self-contained HTML page with plots to PATH "
+    "(needs the [html] extra: matplotlib)",
+    parse=page_path,
+    cli_stem="output",
+    named=True,
+)
 FAIL = Flag(
     "compare-fail",
     "METRIC.STAT:THRESHOLD",
@@ -134,5 +217,7 @@ FAIL = Flag(
     f"{', '.join(SAMPLE_METRICS)}, worker_hours, cost; STAT: {', '.join(STAT_NAMES)} "
     "(worker_hours and cost: mean only; cost: a percentage); THRESHOLD: a percentage of the "
     "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
+    parse=Check.parse,
     cli_stem="fail",
+    named=True,
 )

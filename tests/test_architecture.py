@@ -128,14 +128,17 @@ def test_the_checks_see_what_they_check():
 
 def test_an_output_is_one_module_the_plugin_never_names():
     """Outputs are found by discovery (plugin/hooks.py's pytest_addhooks): the plugin imports no
-    output that implements the hook, and each such output declares its own option."""
+    output that implements the hook, and each such output declares its own option (but the
+    terminal summary, always printed)."""
     outputs = [n for n in MODULES if wing(n) == "outputs" and n != f"{NAME}.outputs"]
     hooked = [n for n in outputs if "def pytest_rollout_tax_report" in MODULES[n].read_text()]
-    assert {n.rsplit(".", 1)[1] for n in hooked} >= {"json_file", "html_page"}
+    expected = {"json_file", "html_page", "saved_run", "terminal_summary"}
+    assert {n.rsplit(".", 1)[1] for n in hooked} >= expected
     plugin = {m for n in MODULES if wing(n) == "plugin" for m in GRAPH[n]}
     assert not plugin & set(hooked), sorted(plugin & set(hooked))
     for name in hooked:
-        assert "def pytest_addoption" in MODULES[name].read_text(), name
+        if name != f"{NAME}.outputs.terminal_summary":
+            assert "def pytest_addoption" in MODULES[name].read_text(), name
 
 
 def test_the_report_wing_holds_the_document_and_the_summary_its_text():

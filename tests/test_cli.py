@@ -308,7 +308,7 @@ def test_project_json_never_replaces_a_device(runs: Path) -> None:
     link.symlink_to("/dev/null")
     assert_one_line_error(
         *cli("project", "base", "--json", str(link)),
-        f"--json={link}: cannot write: not a regular file (it resolves to /dev/null, a character",
+        f"--json={link}: not a regular file (it resolves to /dev/null, a character device)",
     )
     assert os.readlink(link) == "/dev/null"
 
@@ -434,8 +434,8 @@ def test_html_bad_input_is_one_line_and_exit_4(runs: Path, tmp_path: Path, reque
     status, _, err = cli("html", "base", "-o", str(tmp_path / "page.html"))
     assert status == 4
     assert err == (
-        "rollout-tax: error: the HTML report needs matplotlib: "
-        "pip install 'pytest-rollout-tax[html]'\n"
+        f"rollout-tax: error: --output={tmp_path / 'page.html'}: the HTML report needs "
+        "matplotlib: pip install 'pytest-rollout-tax[html]'\n"
     )
     assert not (tmp_path / "page.html").exists()
 

@@ -15,7 +15,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Literal
 
 from tabulate import tabulate
@@ -252,8 +251,6 @@ class Verdict:
     #: The body of the "rollout tax regression" section; empty unless a check failed.
     regression: list[str] = field(default_factory=list)
     failed: bool = False
-    #: The files this run was saved to (by ``gate.Gate.finish``).
-    saved: tuple[Path, ...] = ()
     #: Every check's outcome on every common substrate (what the HTML page marks).
     outcomes: tuple[Outcome, ...] = ()
     #: The width the printed lines fit (the terminal's); ``summary`` and ``regression`` keep

@@ -4,6 +4,7 @@ registers every module here, so a new output is one module."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +17,12 @@ GROUP = ("rollout-tax", "rollout tax (latency of execution substrates)")
 
 
 def add_option(
-    parser: pytest.Parser, flag: str, help_text: str, ini_type: str, default: Any, **kwargs: Any
+    parser: pytest.Parser, flag: str, help_text: str, ini_type: str, ini_default: Any, **kwargs: Any
 ) -> None:
     """``flag`` in the plugin's group, with its ini twin (``--rollout-json``: rollout_json)."""
     name = ini_name(flag)
     parser.getgroup(*GROUP).addoption(flag, dest=name, help=f"{help_text} [ini: {name}]", **kwargs)
-    parser.addini(name, help_text, type=ini_type, default=default)
+    parser.addini(name, help_text, type=ini_type, default=ini_default)
 
 
 def ini_name(flag: str) -> str:
@@ -42,3 +43,8 @@ def is_controller(config: pytest.Config) -> bool:
 
 #: The session's gate (``plugin.gating.Gate``): its baseline, for outputs that show it.
 GATE = pytest.StashKey[Any]()
+#: Whether the session was interrupted (set before the hook): a partial run is never saved.
+INTERRUPTED = pytest.StashKey[bool]()
+#: The files the run was saved to (``saved_run.py``, before every other output): the page's
+#: title names the first, ``--rollout-history-fail`` reads the history up to them.
+SAVED = pytest.StashKey[tuple[Path, ...]]()

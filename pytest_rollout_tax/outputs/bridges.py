@@ -8,13 +8,14 @@ from collections.abc import Callable
 import pytest
 
 from ..page import html
+from ..report.document import Report
 from ..summary.terminal import render_summary
 
 
 class ReportBridges:
     """The session's report in other plugins' reports."""
 
-    def __init__(self, current_report: Callable[[], dict | None]) -> None:
+    def __init__(self, current_report: Callable[[], Report | None]) -> None:
         #: The session's report so far (None before any rollout finished).
         self._report = current_report
 

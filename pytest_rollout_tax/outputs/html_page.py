@@ -7,35 +7,26 @@ from typing import Any
 
 import pytest
 
-from ..core.files import check_report_path
-from ..page import html, plots
+from .. import flags
+from ..page import html
 from ..report.document import Report
-from . import GATE, OUTPUT_ERROR, add_option, option
+from . import GATE, OUTPUT_ERROR, SAVED, add_option, option
 
-FLAG = "--rollout-html"
+FLAG = flags.HTML.plugin
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    help_text = (
-        "write the report as one self-contained HTML page with plots to PATH "
-        "(needs the [html] extra: matplotlib)"
-    )
-    add_option(parser, FLAG, help_text, "string", None, metavar="PATH")
+    add_option(parser, FLAG, flags.HTML.help, "string", None, metavar=flags.HTML.metavar)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """A path that cannot be written, or no matplotlib, is a usage error before any test."""
     path = option(config, FLAG)
-    if not path:
-        return
-    where = f"{FLAG}={path}"
-    try:
-        check_report_path(path, where)
-        plots.require()
-    except plots.PlotsUnavailable as exc:
-        raise pytest.UsageError(f"{where}: {exc}") from None
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    if path:
+        try:
+            flags.HTML.value(path, FLAG)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 @pytest.hookimpl(trylast=True)
@@ -45,8 +36,8 @@ def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: An
         return None
     gate = config.stash.get(GATE, None)
     baseline = gate.baseline if gate else None
-    saved = verdict.saved if verdict else ()
-    name = saved[0].name if saved else option(config, "--rollout-json")
+    saved = config.stash.get(SAVED, ())  # saved_run.py saves before every output
+    name = saved[0].name if saved else option(config, flags.JSON.plugin)
     try:
         page = html.render(
             report,

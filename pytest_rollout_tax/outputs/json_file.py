@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from ..core.files import check_report_path, write_json
+from .. import flags
+from ..core.files import write_json
 from ..report.document import Report
 from . import OUTPUT_ERROR, add_option, option
 
-FLAG = "--rollout-json"
+FLAG = flags.JSON.plugin
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_option(parser, FLAG, "write the full report (schema rollout-tax/2) to PATH", "string",
-               None, metavar="PATH")  # fmt: skip
+    add_option(parser, FLAG, flags.JSON.help, "string", None, metavar=flags.JSON.metavar)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -23,7 +23,7 @@ def pytest_configure(config: pytest.Config) -> None:
     path = option(config, FLAG)
     if path:
         try:
-            check_report_path(path, f"{FLAG}={path}")
+            flags.JSON.value(path, FLAG)
         except ValueError as exc:
             raise pytest.UsageError(str(exc)) from None
 

@@ -1,6 +1,6 @@
-"""The gate of one pytest session: its ``--rollout-save``, ``--rollout-autosave``,
-``--rollout-compare`` and ``--rollout-compare-fail`` options, checked at configure time, and
-what they do once the run is summarized (compare.py judges, storage.py saves).
+"""The gate of one pytest session: its ``--rollout-compare`` and ``--rollout-compare-fail``
+options, checked at configure time, and its verdict once the run is summarized (compare.py
+judges; the run is saved by ``outputs/saved_run.py``).
 """
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ from typing import Any
 
 import pytest
 
+from .. import flags
 from ..errors import ConfigError, RolloutTaxError
 from ..gate.compare import Check, Verdict, compare_reports, run_label
-from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage, check_name
+from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage
 from ..report.document import Report
 from ..text.width import terminal_width
 
 
 @dataclass(frozen=True)
 class Gate:
-    """Save, compare and gate one pytest session (options checked and baseline loaded early)."""
+    """Compare and gate one pytest session (options checked and baseline loaded early)."""
 
     storage: Storage = field(default_factory=lambda: Storage.at(None))
-    save: str | None = None
-    autosave: bool = False
     compare: str | None = None  #: None: no comparison; "": the newest saved run
     checks: tuple[Check, ...] = ()
     baseline: SavedRun | None = None
@@ -36,8 +35,6 @@ class Gate:
         cls,
         *,
         storage: str | None,
-        save: str | None,
-        autosave: bool,
         compare: str | None,
         fail: Sequence[str] | None,
         load_baseline: bool = True,
@@ -48,85 +45,50 @@ class Gate:
         is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
         skips the file work the controller does.
         """
-        checks = tuple(Check.parse(text, "--rollout-compare-fail") for text in fail or [])
+        checks = tuple(flags.FAIL.value(text, flags.FAIL.plugin) for text in fail or [])
         store = Storage.at(storage)
-        if save is not None:
-            save = check_name(save, "--rollout-save")
         if compare is not None:
             compare = check_compare(compare)
         if not load_baseline:
-            return cls(store, save, autosave, compare, checks)
-        if save is not None or autosave:
-            store.check_writable(save)
+            return cls(store, compare, checks)
         baseline, missing = None, None
         if compare is not None:
             try:
                 baseline = store.load(compare)
             except NoSavedRun as exc:
                 missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
-        return cls(store, save, autosave, compare, checks, baseline, missing)
+        return cls(store, compare, checks, baseline, missing)
 
-    def finish(self, report: Report, *, save: bool = True, width: int | None = None) -> Verdict:
-        """Compare ``report`` with the baseline and save it; called once, on the controller.
-
-        ``save=False`` (an interrupted session) compares but saves nothing, so a partial run
-        never becomes a baseline. Every line fits ``width`` (None: the terminal's).
-        """
+    def judge(self, report: Report, *, width: int | None = None) -> Verdict:
+        """Compare ``report`` with the baseline; called once, on the controller. Every line
+        fits ``width`` (None: the terminal's)."""
         width = width or terminal_width()
         if self.compare is None:
             inert = "rollout-tax: --rollout-compare-fail has no effect without --rollout-compare"
-            verdict = Verdict([inert] if self.checks else [], width=width)
-        elif self.baseline is None:
+            return Verdict([inert] if self.checks else [], width=width)
+        if self.baseline is None:
             missing = self.missing or "rollout-tax: no baseline: nothing to compare"
-            verdict = Verdict([missing], width=width)
-        else:
-            verdict = compare_reports(
-                self.baseline.report,
-                report,
-                self.checks,
-                baseline_label=self.baseline.label,
-                current_label=run_label(report),
-                width=width,
-            )
-        paths: list[Path] = []
-        if save:
-            saved = self._save(report, paths)
-        elif self.save is not None or self.autosave:
-            saved = ["rollout-tax: the session was interrupted: this run is not saved"]
-        else:
-            saved = []
-        return Verdict(
-            verdict.summary + saved, verdict.regression, verdict.failed,
-            tuple(paths), verdict.outcomes, width,
-        )  # fmt: skip
-
-    def _save(self, report: Report, paths: list[Path]) -> list[str]:
-        """Save ``report`` as asked, appending each file to ``paths``; the lines to print."""
-        try:
-            if self.save is not None:
-                paths.append(self.storage.save(self.save, report))
-            if self.autosave:
-                paths.append(self.storage.autosave(report))
-        except (OSError, ValueError, RolloutTaxError) as exc:
-            return [
-                *(f"run saved to {path}" for path in paths),
-                f"rollout-tax: error: cannot save this run in {self.storage}: {exc}",
-            ]
-        return [f"run saved to {path}" for path in paths]
+            return Verdict([missing], width=width)
+        return compare_reports(
+            self.baseline.report,
+            report,
+            self.checks,
+            baseline_label=self.baseline.label,
+            current_label=run_label(report),
+            width=width,
+        )
 
 
 def gate_of(config: Any) -> Gate:
-    """The session's gate from its options (``--rollout-storage``, ``-save``, ``-autosave``,
-    ``-compare``, ``-compare-fail``); bad input is a pytest.UsageError."""
+    """The session's gate from its options (``--rollout-storage``, ``-compare``,
+    ``-compare-fail``); bad input is a pytest.UsageError."""
     from .settings import option
 
     try:
         return Gate.from_options(
-            storage=option(config, "--rollout-storage"),
-            save=option(config, "--rollout-save"),
-            autosave=bool(option(config, "--rollout-autosave")),
+            storage=option(config, flags.STORAGE.plugin),
             compare=option(config, "--rollout-compare"),
-            fail=option(config, "--rollout-compare-fail"),
+            fail=option(config, flags.FAIL.plugin),
             load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
         )
     except (RolloutTaxError, ValueError) as exc:

@@ -27,10 +27,13 @@ def pytest_rollout_tax_report(
         once (``decision``, ``header``, ``rows``, ``notes``, ``comparisons``, ``fleet``,
         ``warnings``, ...); ``summary.terminal.render(summary)`` gives the terminal's lines.
     :param verdict: the gate's :class:`pytest_rollout_tax.gate.compare.Verdict` (``failed``,
-        ``outcomes``, ``saved``); without ``--rollout-compare`` it has no outcomes.
-    :return: None, or lines (a list of str) to print under the rollout-tax summary; a line
-        that starts ``rollout-tax: error:`` (``outputs.OUTPUT_ERROR``) says the output failed,
-        and the run's exit status is then non-zero.
+        ``outcomes``); without ``--rollout-compare`` it has no outcomes. The run is saved
+        (``--rollout-save``, ``--rollout-autosave``) before any output is called: its files are
+        ``config.stash[pytest_rollout_tax.outputs.SAVED]``.
+    :return: None, or lines (a list of str) to print under the rollout-tax summary, after the
+        summary's own lines and before the gate's; a line that starts ``rollout-tax: error:``
+        (``outputs.OUTPUT_ERROR``) says the output failed, and the run's exit status is then
+        non-zero.
 
     Example: the cheapest substrate's worker-hours into a file of your own::
 

@@ -3,7 +3,8 @@
 :class:`RolloutTaxSession` is the one object behind the hooks (as pytest-benchmark's
 ``BenchmarkSession`` is): it holds the session's substrates and the records of its rollouts,
 and at the end :meth:`~RolloutTaxSession.finish` releases every sandbox, builds the report,
-writes its files and judges it, and :meth:`~RolloutTaxSession.display` prints the summary.
+judges it and hands it to the outputs, and :meth:`~RolloutTaxSession.display` prints what they
+returned.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from ..fleet import burst
 from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
 from ..gate import compare, history
-from ..outputs import OUTPUT_ERROR
+from ..outputs import INTERRUPTED, OUTPUT_ERROR, SAVED
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.document import Report
 from ..report.machine import commit_info, machine_info
 from ..summary import sections
-from ..summary.terminal import render, render_nothing_ran
+from ..summary.terminal import render_nothing_ran
 from ..text.width import MIN_WIDTH, terminal_width
 from . import xdist
 from .gating import Gate
@@ -44,7 +45,7 @@ class RolloutTaxSession:
     ) -> None:
         self.config = config
         self.settings = settings
-        #: Compares the run with its baseline and saves it (``plugin/gating.py``).
+        #: Compares the run with its baseline (``plugin/gating.py``).
         self.gate = gate
         self.substrates = substrates
         self.is_worker = hasattr(config, "workerinput")
@@ -63,11 +64,10 @@ class RolloutTaxSession:
         self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, slot)
         #: The session's report, once :meth:`finish` has made it.
         self.report: Report | None = None
-        self.summary_lines: list[str] = []
-        self.history_lines: list[str] = []
+        #: What the summary prints: the outputs' lines (the terminal summary first), then the
+        #: history gate's; or why nothing ran.
+        self.lines: list[str] = []
         self.regression_lines: list[str] = []
-        #: A requested output (--rollout-json, --rollout-html) failed to be written.
-        self.write_failed = False
         #: The verdict of a gated session, or of one the rollout tax failed (else None).
         self.verdict: SessionVerdict | None = None
         #: The session's exit status, once :meth:`finish` has decided it.
@@ -103,42 +103,41 @@ class RolloutTaxSession:
 
     def finish(self, exitstatus: int) -> int:
         """End the session: release every sandbox, then (controller or serial run) build the
-        report, judge it (the gate: compare, save) and hand it to every output through the
+        report, judge it (the gate) and hand it to every output through the
         ``pytest_rollout_tax_report`` hook. Returns the session's exit status."""
         self._release()
         if self.is_worker:
             xdist.hand_over(self.config, xdist.POOLS_KEY, self.pool_records)
-        if self.is_worker:
             return exitstatus
         if not self.aggregate:
             if self._selected():  # asked to measure: say why nothing was
                 not_run = absent(self.settings.specs, (), self._why_not_run)
-                self.summary_lines = render_nothing_ran(not_run)
+                self.lines = render_nothing_ran(not_run)
             return exitstatus
         report = self.report = self.summarize()
         summary = sections.summarize(report)
-        self.summary_lines = render(summary)
-        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-        verdict = self.gate.finish(for_saving(report), save=not interrupted, width=self._width())
-        asked_to_save = (self.gate.save is not None) + bool(self.gate.autosave)
-        if not interrupted and len(verdict.saved) < asked_to_save:
-            self.write_failed = True  # the gate printed why
-        self.regression_lines = verdict.regression_lines
-        history_failed = self.settings.history_fail and self._history_gate(verdict.saved)
+        verdict = self.gate.judge(for_saving(report), width=self._width())
+        self.config.stash[INTERRUPTED] = exitstatus == pytest.ExitCode.INTERRUPTED
         hook = self.config.hook.pytest_rollout_tax_report
         written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
-        # the outputs' lines in hook order (the JSON file first, the page last), then the gate's
-        output_lines = [line for lines in written for line in lines or ()]
-        if any(line.startswith(OUTPUT_ERROR) for line in output_lines):
-            self.write_failed = True  # an output that was asked for could not be written
-        self.summary_lines += [*output_lines, *verdict.summary_lines, *self.history_lines]
+        # the terminal summary first, then the outputs' lines (the JSON file first, the page
+        # last), the gate's, and the saved run's last (outputs/terminal_summary.py, saved_run.py)
+        self.lines = [line for lines in written for line in lines or ()]
+        # an output that was asked for could not be written (the summary's own error lines,
+        # first, are findings about the run, which the verdict counts on its own)
+        write_failed = any(
+            line.startswith(OUTPUT_ERROR) for lines in written[1:] for line in lines or ()
+        )
+        self.regression_lines = verdict.regression_lines
+        saved = self.config.stash.get(SAVED, ())
+        history_failed = self.settings.history_fail and self._history_gate(saved)
         self.verdict = session_verdict(
             self.gate,
             verdict,
             shared=len(report.shared_sandboxes),
             history_fail=self.settings.history_fail,
             history_failed=history_failed,
-            write_failed=self.write_failed,
+            write_failed=write_failed,
         )
         if self.verdict is not None and self.verdict.failed and exitstatus == pytest.ExitCode.OK:
             exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -153,13 +152,13 @@ class RolloutTaxSession:
         return max(MIN_WIDTH, self.config.get_terminal_writer().fullwidth)
 
     def display(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Print the summary, and the regressions the gate found."""
-        if not self.summary_lines:
+        """Print the verdict, the outputs' lines, and the regressions the gate found."""
+        if not self.lines:
             return
         terminalreporter.write_sep("=", "rollout tax")
         if self.verdict is not None:  # the verdict first; FinalLine repeats it last
             self.verdict.write(terminalreporter, self.exit_status)
-        for line in self.summary_lines:
+        for line in self.lines:
             terminalreporter.write_line(line)
         if self.regression_lines:
             terminalreporter.write_sep("=", compare.REGRESSION_HEADING, red=True)
@@ -237,12 +236,12 @@ class RolloutTaxSession:
     def _history_gate(self, saved: tuple) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""
         if not saved:
-            self.history_lines.append(
+            self.lines.append(
                 "rollout-tax: --rollout-history-fail has no effect: this run was not saved "
                 "(add --rollout-autosave)"
             )
             return False
         lines, regression = history.new_change_points(self.gate.storage, saved)
-        self.history_lines += lines
+        self.lines += lines
         self.regression_lines = [*self.regression_lines, *regression]
         return bool(regression)

@@ -53,10 +53,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "string", "1"),
     ("--rollout-probes", {"metavar": "N"},
      "no-op execs timed per sandbox to measure the per-action tax (default 5)", "string", "5"),
-    ("--rollout-project", {"metavar": "NxS"},
-     "project worker-hours for N rollouts of S steps (default 1000000x150, S the replays' "
-     "mean recorded length when every rollout is a replay; N alone: S from each marker's "
-     "steps)", "string", None),
+    (flags.PROJECT.plugin, {"metavar": flags.PROJECT.metavar}, flags.PROJECT.help, "string",
+     None),
     (flags.THINK_TIME.plugin, {"metavar": flags.THINK_TIME.metavar},
      f"{flags.THINK_TIME.help} (default: the replayed trajectories' recorded think time, "
      "else none)", "string", None),
@@ -83,10 +81,6 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
      "string", "all"),
-    ("--rollout-save", {"metavar": "NAME"},
-     "save this run as STORAGE/NAME.json for later comparison", "string", None),
-    ("--rollout-autosave", {"action": "store_true", "default": None},
-     "save this run as STORAGE/NNNN_<commit-or-time>.json", "bool", False),
     (flags.STORAGE.plugin, {"metavar": flags.STORAGE.metavar}, flags.STORAGE.help,
      "string", DEFAULT_STORAGE),
     ("--rollout-compare", {"nargs": "?", "const": "", "metavar": "NAME|PATH"},
@@ -223,7 +217,7 @@ class Settings:
             think = None
             if think_text is not None:
                 think = flags.THINK_TIME.value(str(think_text), flags.THINK_TIME.plugin)
-            scale = Scale.parse(option(config, "--rollout-project"), think, "--rollout-project")
+            scale = _scale(option(config, flags.PROJECT.plugin), think)
             by_text = str(option(config, flags.RANK_BY.plugin))
             by = flags.RANK_BY.value(by_text, flags.RANK_BY.plugin)
             scale = dataclasses.replace(scale, rank_by=by)
@@ -269,6 +263,17 @@ class Settings:
             start_at=start_at,
             output_cap=output_cap,
         )
+
+
+def _scale(text: str | None, think_time_s: float | None) -> Scale:
+    """The projection's scale: ``--rollout-project`` (:data:`flags.PROJECT`) at the think
+    time; not given, the default, whose steps the replays' mean length may replace."""
+    default = Scale.parse(None, think_time_s)
+    if text is None:
+        return default
+    rollouts, steps = flags.PROJECT.value(text, flags.PROJECT.plugin)
+    source = "option" if steps else "workloads"
+    return dataclasses.replace(default, rollouts=rollouts, steps=steps, steps_source=source)
 
 
 def _check_replay_path(path: Path) -> None:
