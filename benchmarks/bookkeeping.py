@@ -84,7 +84,7 @@ def measure(rollouts: int, steps: int, directory: Path) -> dict[str, float]:
     summary_s = time.perf_counter() - started
     path = directory / "report.json"
     started = time.perf_counter()
-    write_json(path, report)
+    write_json(path, report.to_dict())
     json_s = time.perf_counter() - started
     return {
         "floor_s": floor(aggregate, path.stat().st_size, directory),

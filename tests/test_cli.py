@@ -15,12 +15,15 @@ from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.cli import main, reproject
 from pytest_rollout_tax.gate import compare
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Means, Scale, tax_hours, worker_hours
 
 COLD = [0.80, 1.10, 0.95, 1.02, 1.20, 0.90]
 
 
-def make_report(factor: float = 1.0, substrate: str = "local", scale: Scale | None = None) -> dict:
+def make_report(
+    factor: float = 1.0, substrate: str = "local", scale: Scale | None = None
+) -> Report:
     return report(rollouts(substrate, COLD, factor), scale=scale)
 
 
@@ -37,7 +40,7 @@ def runs(tmp_path: Path, monkeypatch) -> Path:
         "slow": make_report(10),
         "fast": make_report(0.1),
     }.items():
-        (storage / f"{name}.json").write_text(json.dumps(data))
+        (storage / f"{name}.json").write_text(json.dumps(data.to_dict()))
     return storage
 
 
@@ -112,7 +115,7 @@ def test_compare_accepts_paths_and_storage(runs: Path, tmp_path: Path) -> None:
 
 
 def test_compare_substrates_on_one_side(runs: Path) -> None:
-    (runs / "docker.json").write_text(json.dumps(make_report(substrate="docker")))
+    (runs / "docker.json").write_text(json.dumps(make_report(substrate="docker").to_dict()))
     status, out, _ = cli("compare", "base", "docker", "--fail", "step.p50:1%")
     assert status == 0
     assert "only in the baseline (not compared): local" in out
@@ -136,7 +139,9 @@ def test_compare_missing_current_is_an_error(runs: Path) -> None:
         (b"{ nope", "corrupt.json: not valid JSON"),
         (b"\xff\xfe\x00binary", "corrupt.json: not a JSON file"),
         (
-            json.dumps({**make_report(), "schema": "rollout-tax/9", "created": "2026"}).encode(),
+            json.dumps(
+                {**make_report().to_dict(), "schema": "rollout-tax/9", "created": "2026"}
+            ).encode(),
             "unsupported schema",
         ),  # fixed: a test id with the clock in it differs per xdist worker
         (b'{"benchmarks": []}', "corrupt.json: not a rollout-tax report"),
@@ -235,23 +240,27 @@ def test_project_reprojects_without_rerunning(runs: Path, tmp_path: Path) -> Non
 def test_project_keeps_what_is_not_given(runs: Path) -> None:
     data = make_report(scale=Scale(rollouts=10, steps=7, think_time_s=1.5))
     again = reproject(data, None, None, None)
-    assert again["projection"] == data["projection"]
-    assert again["substrates"]["local"]["worker_hours"] == pytest.approx(
-        data["substrates"]["local"]["worker_hours"]
+    assert again.projection == data.projection
+    assert again.substrates["local"].worker_hours == pytest.approx(
+        data.substrates["local"].worker_hours
     )
     more = reproject(data, 20, None, None)
-    assert more["substrates"]["local"]["worker_hours"] == pytest.approx(
-        2 * data["substrates"]["local"]["worker_hours"]
+    assert more.substrates["local"].worker_hours == pytest.approx(
+        2 * data.substrates["local"].worker_hours
     )
-    assert data["projection"]["rollouts"] == 10  # the input is not changed
-    without = {**data, "substrates": {"local": {**data["substrates"]["local"]}}}
+    assert data.projection.rollouts == 10  # the input is not changed
+    without = data.to_dict()
     del without["substrates"]["local"]["decomposition"]  # a run saved before it was reported
-    redone = reproject(without, None, None, None)["substrates"]["local"]["decomposition"]
-    assert redone == pytest.approx(data["substrates"]["local"]["decomposition"])
+    old = Report.from_dict(without)
+    assert old.substrates["local"].projected.decomposition is None
+    redone = reproject(old, None, None, None).substrates["local"].projected.decomposition
+    assert redone.to_dict() == pytest.approx(
+        data.substrates["local"].projected.decomposition.to_dict()
+    )
 
 
 def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
-    priced = make_report(scale=Scale(rollouts=10, steps=7))
+    priced = make_report(scale=Scale(rollouts=10, steps=7)).to_dict()
     local = priced["substrates"]["local"]
     local["price_per_hour"] = 0.5
     local["cost_usd"] = local["worker_hours"] * 0.5
@@ -275,7 +284,8 @@ def test_project_redoes_tax_hours_and_cost(runs: Path, tmp_path: Path) -> None:
         {part: 100 * hours for part, hours in local["decomposition"].items()}
     )
     assert again["cost_usd"] == pytest.approx(again["worker_hours"] * 0.5)  # not the old cost
-    assert "cost_usd" not in reproject(make_report(), 1000, None, None)["substrates"]["local"]
+    unpriced = reproject(make_report(), 1000, None, None).to_dict()
+    assert "cost_usd" not in unpriced["substrates"]["local"]
 
 
 @pytest.mark.parametrize(
@@ -357,7 +367,7 @@ def test_python_dash_m(runs: Path) -> None:
 def test_runs_saved_by_schema_1_still_compare_list_and_project(runs: Path, steps_as: str) -> None:
     """Runs saved by ``rollout-tax/1``: steps as ``/1`` columns, or as objects, indented."""
     (runs / "old.json").write_text(json.dumps(as_schema_1(make_report(10), steps_as), indent=2))
-    (runs / "new-slow.json").write_text(json.dumps(make_report(10)))
+    (runs / "new-slow.json").write_text(json.dumps(make_report(10).to_dict()))
     fail = ("--fail", "step.p50:15%", "--fail", "cold_start.p95:15%")
     status, out, _ = cli("compare", "base", "old", *fail)
     assert status == 1 and "FAILED local step.p50" in out

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import write_atomically
+from ..core.stats import Stats
 from ..fleet import burst
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
@@ -177,10 +178,10 @@ def _leaderboard(
 def _figures(entries: Mapping[str, Any]) -> str:
     """The terminal's table: rollouts, failures and every percentile it shows."""
 
-    def pair(stats: Mapping[str, float] | None) -> str:
-        return f"{seconds(stats['p50'])} / {seconds(stats['p95'])}" if stats else "-"
+    def pair(stats: Stats | None) -> str:
+        return f"{seconds(stats.p50)} / {seconds(stats.p95)}" if stats else "-"
 
-    def p50(stats: Mapping[str, float] | None) -> str:
+    def p50(stats: Stats | None) -> str:
         return seconds(stats.p50) if stats else "-"
 
     headers = ("substrate", "rollouts", "failed", "cold start p50 / p95", "action p50 / p95",

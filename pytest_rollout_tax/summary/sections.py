@@ -145,7 +145,8 @@ def fleet_lines(name: str, entry: SubstrateEntry) -> list[str]:
             f"{name} warm pool of {pool['size']}"
             + (f" x {pool['pools']} processes" if pool["pools"] > 1 else "")
             + f": {pool['hits']}/{claims} claims found a sandbox ready; claim p50 "
-            f"{_stat(entry.cold_start, 'p50')} vs pool creation p50 {_stat(created, 'p50')}; "
+            f"{seconds(entry.cold_start.p50 if entry.cold_start else None)} vs pool creation "
+            f"p50 {_stat(created, 'p50')}; "
             f"idle {seconds(pool['idle_sandbox_s'])} in all"
         )
         if claims and created and entry.cold_start:

@@ -116,9 +116,9 @@ def pool_line(name: str, entry: SubstrateEntry, base_name: str, base: SubstrateE
     size, base_size = ASPECTS["pool"](entry), ASPECTS["pool"](base)
     line = (
         f"{name} vs {base_name}, pool of {size} vs {base_size or 'none'}: cold start p50 "
-        f"{seconds(entry.cold_start['p50'])} ({'claim' if size else 'create'}) vs "
-        f"{seconds(base.cold_start['p50'])} ({'claim' if base_size else 'create'}) "
-        f"{_faster(entry.cold_start['p50'], base.cold_start['p50'])}, "
+        f"{seconds(entry.cold_start.p50)} ({'claim' if size else 'create'}) vs "
+        f"{seconds(base.cold_start.p50)} ({'claim' if base_size else 'create'}) "
+        f"{_faster(entry.cold_start.p50, base.cold_start.p50)}, "
         + (
             f"idle {seconds(entry.idle_per_claim_s)} per rollout"
             if (entry.pool or {}).get("made_by_tool", True)

@@ -105,7 +105,9 @@ def test_a_docker_option_that_is_not_a_number_says_so(pytester, selected_substra
 @pytest.fixture
 def saved(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "good.json").write_text(json.dumps(report(rollouts("local", [0.8, 1.0, 0.9]))))
+    (tmp_path / "good.json").write_text(
+        json.dumps(report(rollouts("local", [0.8, 1.0, 0.9])).to_dict())
+    )
     return tmp_path
 
 

@@ -3,6 +3,7 @@ rounds for 95 % power, reproducibility, and the ``calibrate`` command."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -23,13 +24,14 @@ from pytest_rollout_tax.errors import ConfigError
 from pytest_rollout_tax.gate import calibrate
 from pytest_rollout_tax.gate.calibrate import Calibrator, populations, wilson
 from pytest_rollout_tax.gate.compare import Check
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 
 EXAMPLE_SUITE = Path(__file__).resolve().parents[2] / "example_suite"
 SIGMA = 0.3  #: the log-normal cold starts' shape
 
 
-def run_of(cold: list[float], substrate: str = "local", steps: int = 0) -> dict:
+def run_of(cold: list[float], substrate: str = "local", steps: int = 0) -> Report:
     """A report whose rollouts have these cold starts (and ``steps`` steps of cold/100 each)."""
     rollouts = [
         Rollout(
@@ -121,9 +123,9 @@ def test_resamples_draw_whole_rollouts_per_workload():
     """Every resampled rollout keeps its own steps; each workload keeps its own count."""
     report = run_of([1.0, 2.0, 3.0], steps=4)
     other = run_of([10.0, 20.0], steps=1)
-    for item in other["rollouts"]:
+    for item in other.rollouts:
         item["test"] = item["test"].replace("test_x", "test_y")
-    report["rollouts"] += other["rollouts"]
+    report = dataclasses.replace(report, rollouts=[*report.rollouts, *other.rollouts])
     (population,) = populations(report).values()
     assert sorted(len(group) for group in population.workloads) == [2, 3]
     drawn = population.resample(random.Random(0))
@@ -149,7 +151,7 @@ def test_a_run_without_raw_samples_or_checks_is_refused():
     with pytest.raises(ConfigError, match="at least one check"):
         Calibrator(report, [])
     with pytest.raises(ConfigError, match="no rollouts"):
-        Calibrator({**report, "rollouts": []}, ANY_GROWTH)
+        Calibrator(dataclasses.replace(report, rollouts=[]), ANY_GROWTH)
     with pytest.raises(ConfigError, match="at least 500"):
         Calibrator(report, ANY_GROWTH).run(100)
 
@@ -177,7 +179,7 @@ def cli(*argv: str) -> tuple[int, str, str]:
 def saved(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "run.json"
-    path.write_text(json.dumps(run_of(lognormal_draws(30, seed=9))))
+    path.write_text(json.dumps(run_of(lognormal_draws(30, seed=9)).to_dict()))
     return path
 
 
@@ -244,7 +246,7 @@ def test_the_advised_rounds_are_ones_the_gate_can_judge_on_a_real_run(tmp_path):
         cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads((tmp_path / "run.json").read_text())
+    report = Report.from_dict(json.loads((tmp_path / "run.json").read_text()))
     checks = [Check.parse("cold_start.p50:0%"), Check.parse("step.p50:0%")]
     calibrator = Calibrator(report, checks, seed=5)
     result = calibrator.run(500, slowdown=1.0)

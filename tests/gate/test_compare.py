@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -11,9 +12,11 @@ from support.summary_runs import unwrapped
 from pytest_rollout_tax.core.noise import ALPHA
 from pytest_rollout_tax.core.record import Rollout
 from pytest_rollout_tax.errors import ConfigError
-from pytest_rollout_tax.gate import compare, sides, storage
+from pytest_rollout_tax.gate import compare, sides
 from pytest_rollout_tax.gate.compare import Check, Threshold, compare_reports
-from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report import schema
+from pytest_rollout_tax.report.document import Report, SubstrateEntry
+from pytest_rollout_tax.report.projection import Scale, project
 
 
 def checks(*texts: str) -> list[Check]:
@@ -199,8 +202,7 @@ def test_too_few_samples_fall_back_to_the_threshold() -> None:
 
 
 def test_baseline_without_raw_samples_uses_the_threshold() -> None:
-    baseline = report(rollouts("local", COLD))
-    baseline["rollouts"] = []
+    baseline = dataclasses.replace(report(rollouts("local", COLD)), rollouts=[])
     verdict = compare_reports(baseline, report(rollouts("local", COLD, 2)), checks("step.p50:5%"))
     assert verdict.failed and "threshold alone: 0/8 rollouts" in unwrapped(verdict.regression)[0]
 
@@ -289,34 +291,41 @@ def test_worker_hours_are_reprojected_at_the_current_scale() -> None:
     assert row.split()[1:3] == row.split()[3:5]  # baseline == now: same latencies, same scale
 
 
+def hours(entry: SubstrateEntry, scale: Scale) -> tuple[float | None, float | None]:
+    """Worker-hours and tax-hours of a report's entry re-projected at ``scale``."""
+    projected = project(entry.means(), scale)
+    return projected.worker_hours, projected.tax_hours
+
+
 def test_project_entry_matches_a_live_run() -> None:
     """A saved entry re-projected at its own scale gives the hours the live run reported."""
     scale = Scale(rollouts=1000, steps=40, think_time_s=0.5)
-    entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
-    worker, tax = sides.project_entry(entry, scale)
-    assert worker == pytest.approx(entry["worker_hours"])
-    assert tax == pytest.approx(entry["tax_hours"])
-    assert sides.project_entry(entry, Scale(rollouts=2000, steps=40, think_time_s=0.5)) == (
+    entry = report(rollouts("local", COLD), scale=scale).substrates["local"]
+    worker, tax = hours(entry, scale)
+    assert worker == pytest.approx(entry.worker_hours)
+    assert tax == pytest.approx(entry.tax_hours)
+    assert hours(entry, Scale(rollouts=2000, steps=40, think_time_s=0.5)) == (
         pytest.approx(2 * worker),
         pytest.approx(2 * tax),
     )
-    assert sides.project_entry({**entry, "action": None}, scale) == (worker, None)
-    assert sides.project_entry({**entry, "cold_start": None}, scale) == (None, None)
+    assert hours(dataclasses.replace(entry, action=None), scale) == (worker, None)
+    assert hours(dataclasses.replace(entry, cold_start=None), scale) == (None, None)
 
 
 def test_a_saved_run_with_recorded_think_time_reprojects_each_substrate_with_its_own() -> None:
     scale = Scale(rollouts=3600, steps=10, think_time_s=0.0, think_time_source="none")
-    entry = report(rollouts("local", COLD), scale=scale)["substrates"]["local"]
-    free, _ = sides.project_entry(entry, scale)
-    recorded = {**entry, "think": {**entry["step"], "mean": 2.0}}
-    assert sides.project_entry(recorded, scale)[0] == pytest.approx(free + 10 * 2.0)
+    entry = report(rollouts("local", COLD), scale=scale).substrates["local"]
+    free, _ = hours(entry, scale)
+    recorded = dataclasses.replace(entry, think=dataclasses.replace(entry.step, mean=2.0))
+    assert hours(recorded, scale)[0] == pytest.approx(free + 10 * 2.0)
     given = Scale(rollouts=3600, steps=10, think_time_s=1.0)  # the option wins
-    assert sides.project_entry(recorded, given)[0] == pytest.approx(free + 10 * 1.0)
+    assert hours(recorded, given)[0] == pytest.approx(free + 10 * 1.0)
 
 
 def test_sample_metrics_are_defined_once() -> None:
-    assert compare.SAMPLE_METRICS is storage.SAMPLE_METRICS
-    assert (*storage.SAMPLE_METRICS, "worker_hours", "cost") == compare.METRICS
+    assert compare.SAMPLE_METRICS is schema.SAMPLE_METRICS
+    assert sides.SAMPLE_METRICS is schema.SAMPLE_METRICS
+    assert (*schema.SAMPLE_METRICS, "worker_hours", "cost") == compare.METRICS
 
 
 def test_table_per_substrate_fits_100_columns() -> None:
@@ -338,8 +347,8 @@ def test_table_per_substrate_fits_100_columns() -> None:
 def test_notes_on_another_machine_and_other_workloads() -> None:
     baseline = report(rollouts("local", COLD))
     current = report(rollouts("local", COLD))
-    current["machine"] = {**current["machine"], "cpu_count": 8, "hostname_sha256": "cd"}
-    current["rollouts"][0]["test"] = "t.py::test_other[local-1]"
+    current.machine = {**current.machine, "cpu_count": 8, "hostname_sha256": "cd"}
+    current.rollouts[0]["test"] = "t.py::test_other[local-1]"
     lines = compare_reports(baseline, current).summary
     assert "note: the baseline ran on another machine (cpu_count 2 -> 8, hostname differ)" in lines
     assert any(x.startswith("note: the runs ran different workloads (0 only") for x in lines)
@@ -380,7 +389,7 @@ def test_a_long_substrate_name_moves_above_its_table_to_fit() -> None:
     assert any(line.split()[:2] == [name, "baseline"] for line in wide.summary)
 
 
-def _two_tests(factor_a: float, factor_b: float) -> dict:
+def _two_tests(factor_a: float, factor_b: float) -> Report:
     """One substrate's report of two tests, 8 rollouts each, scaled apart."""
     a = rollouts("local", COLD, factor_a)
     b = [Rollout(**{**r.__dict__, "test": r.test.replace("test_x", "test_y")})

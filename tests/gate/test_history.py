@@ -18,6 +18,7 @@ from support.reports import build_report
 from pytest_rollout_tax.cli import main
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.gate import history
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 
 
@@ -65,7 +66,7 @@ def test_two_steps_are_both_found():
 # -- saved runs and the command -----------------------------------------------------------------
 
 
-def saved_report(cold: float, seed: int) -> dict:
+def saved_report(cold: float, seed: int) -> Report:
     rng = random.Random(seed)
     rollouts = [
         Rollout(
@@ -90,7 +91,7 @@ def write_history(store: Path, colds: list[float]) -> list[str]:
     names = []
     for index, cold in enumerate(colds, start=1):
         path = store / f"{index:04d}_run.json"
-        path.write_text(json.dumps(saved_report(cold, seed=index)))
+        path.write_text(json.dumps(saved_report(cold, seed=index).to_dict()))
         os.utime(path, ns=(index * 10**9, index * 10**9))
         names.append(path.stem)
     return names

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -21,10 +22,11 @@ from pytest_rollout_tax.gate.storage import (
     check_name,
     load,
 )
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 
 
-def sample_report(commit: dict | None = None) -> dict:
+def sample_report(commit: dict | None = None) -> Report:
     rollouts = [
         Rollout(
             test=f"t.py::test_x[local-{i}]",
@@ -39,10 +41,9 @@ def sample_report(commit: dict | None = None) -> dict:
         )
         for i in range(1, 4)
     ]
-    report = build_report(
+    return build_report(
         rollouts, Scale(), plugin_version="test", machine={"cpu_count": 1}, commit=commit
     )
-    return {**report, "rollouts": list(report["rollouts"])}
 
 
 @pytest.fixture
@@ -61,7 +62,7 @@ def test_save_writes_name_json(storage: Storage) -> None:
     data = sample_report()
     path = storage.save("main", data)
     assert path == storage.root / "main.json"
-    assert json.loads(path.read_text()) == data
+    assert json.loads(path.read_text()) == data.to_dict()
     assert storage.save("main.json", data) == path  # a trailing .json is the same name
     assert [p.name for p in storage.root.iterdir()] == ["main.json"]  # no temporary left
 
@@ -137,7 +138,7 @@ def test_save_through_a_symlink_writes_its_target(storage: Storage, tmp_path: Pa
     data = sample_report()
     assert storage.save("main", data) == storage.root / "main.json"
     assert (storage.root / "main.json").is_symlink()
-    assert json.loads(real.read_text()) == data
+    assert json.loads(real.read_text()) == data.to_dict()
     assert [p.name for p in real.parent.iterdir()] == ["main.json"]
 
 
@@ -229,11 +230,11 @@ def test_load_round_trip(storage: Storage) -> None:
     path = storage.save("main", data)
     run = storage.load("main")
     assert run.path == path and run.report == data
-    assert run.label == f"main.json ({data['created']}, {'e' * 12})"
+    assert run.label == f"main.json ({data.created}, {'e' * 12})"
 
 
 def _broken(mutate) -> dict:
-    data = sample_report()
+    data = sample_report().to_dict()
     mutate(data)
     return data
 
@@ -323,11 +324,12 @@ def test_load_unreadable(tmp_path: Path) -> None:
 
 
 def test_load_accepts_a_report_without_raw_samples(tmp_path: Path) -> None:
-    data = sample_report()
+    report = sample_report()
+    data = report.to_dict()
     del data["rollouts"]
     path = tmp_path / "summary-only.json"
     path.write_text(json.dumps(data))
-    assert load(path).report == data
+    assert load(path).report == dataclasses.replace(report, rollouts=[])
 
 
 @pytest.mark.parametrize("steps_as", ["columns", "objects"])
@@ -335,5 +337,5 @@ def test_a_run_saved_by_schema_1_still_loads(tmp_path: Path, steps_as: str) -> N
     path = tmp_path / "old.json"
     path.write_text(json.dumps(as_schema_1(sample_report(), steps_as), indent=2))
     loaded = load(path).report
-    assert loaded["schema"] == "rollout-tax/1"
-    assert list(steps_of(loaded["rollouts"][0]["steps"])) == [Step("exec", 0.001, 0)]
+    assert loaded.schema == "rollout-tax/1"
+    assert list(steps_of(loaded.rollouts[0]["steps"])) == [Step("exec", 0.001, 0)]

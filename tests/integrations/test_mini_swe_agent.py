@@ -80,7 +80,7 @@ def test_mini_swe_agent_runs_its_agent_loop_on_a_substrate(
                                 "--rollout-probes=1")  # fmt: skip
     result.assert_outcomes(passed=1)
     report = storage.load(pytester.path / "report.json").report
-    [rollout] = report["rollouts"]
+    [rollout] = report.rollouts
     steps = list(steps_of(rollout["steps"]))
     # every action one exec step, the timed-out one included; the last one submitted
     assert [step.kind for step in steps] == ["exec"] * 5
@@ -88,7 +88,7 @@ def test_mini_swe_agent_runs_its_agent_loop_on_a_substrate(
     submitted = len("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\nfixed\n")
     assert [step.output_bytes for step in steps] == [0, 6, 0, None, submitted]
     assert rollout["outcome"] == "passed"
-    assert report["substrates"][substrate]["rollouts"] == 1
+    assert report.substrates[substrate].rollouts == 1
     assert "s3cret" not in (pytester.path / "report.json").read_text()
 
 

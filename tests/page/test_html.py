@@ -23,7 +23,8 @@ from pytest_rollout_tax.gate.sides import sides
 from pytest_rollout_tax.page import html as html_report
 from pytest_rollout_tax.page import plots
 from pytest_rollout_tax.report.aggregate import Aggregate
-from pytest_rollout_tax.report.build import Fleet, scale_of, summarize
+from pytest_rollout_tax.report.build import Fleet, summarize
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.summary.lines import few_samples_lines, ranked_names
 from pytest_rollout_tax.summary.sections import burst_line, fleet_lines, shares_line
@@ -41,7 +42,7 @@ PHONE = 400
 
 def run(
     *substrates: tuple[str, float, float], factor: float = 1.0, seed: str = "", n: int = 8, **kw
-) -> dict:
+) -> Report:
     """A report of ``n`` rollouts per (name, cold start, step), each scattered by 20%."""
     rng = random.Random(f"{substrates}{seed or factor}")
     records = [
@@ -63,16 +64,16 @@ LOCAL, DOCKER = ("local", 0.002, 0.001), ("docker", 0.3, 0.05)
 SESSION = ("docker-session", 0.32, 0.004)
 
 
-def local_only() -> dict:
+def local_only() -> Report:
     return run(LOCAL)
 
 
-def docker_only() -> dict:
+def docker_only() -> Report:
     """Cold starts 0.24 to 0.36 s: less than a decade, where a log axis had no plain tick."""
     return run(DOCKER)
 
 
-def fleet_run() -> dict:
+def fleet_run() -> Report:
     burst_levels = [
         BurstLevel(1, [0.3], 0.3).to_dict(),
         BurstLevel(4, [0.35, 0.4, 0.45, 0.5], 0.5).to_dict(),
@@ -88,7 +89,7 @@ def fleet_run() -> dict:
     return run(LOCAL, DOCKER, SESSION, fleet=fleet, extra=[failed])
 
 
-def regressed() -> tuple[dict, dict, object]:
+def regressed() -> tuple[Report, Report, object]:
     """A run whose docker cold starts doubled against its baseline: a credible failure."""
     baseline, now = run(LOCAL, DOCKER), run(LOCAL, ("docker", 0.6, 0.1))
     checks = [Check.parse(text) for text in ("cold_start.p50:15%", "worker_hours:900%")]
@@ -97,7 +98,7 @@ def regressed() -> tuple[dict, dict, object]:
     return now, baseline, verdict
 
 
-def render(report: dict, tmp_path: Path, width: int, **kw) -> tuple[str, Rendered]:
+def render(report: Report, tmp_path: Path, width: int, **kw) -> tuple[str, Rendered]:
     page = html_report.render(report, title=html_report.run_title(report, "now.json"), **kw)
     path = html_report.write(tmp_path / f"report-{width}.html", page)
     return page, open_page(path, width=width)
@@ -111,13 +112,13 @@ PAGES = {
 }
 
 
-def against(report: dict, baseline: dict, verdict) -> tuple[dict, dict]:
+def against(report: Report, baseline: Report, verdict) -> tuple[Report, dict]:
     return report, {"baseline": baseline, "baseline_label": "main.json", "verdict": verdict}
 
 
 @pytest.fixture(scope="module", params=[(name, w) for name in PAGES for w in (1000, PHONE)],
                 ids=lambda p: f"{p[0]}-{p[1]}px")  # fmt: skip
-def rendered(request, tmp_path_factory) -> tuple[dict, str, Rendered, int]:
+def rendered(request, tmp_path_factory) -> tuple[Report, str, Rendered, int]:
     name, width = request.param
     report, options = PAGES[name]()
     page, shown = render(report, tmp_path_factory.mktemp(name), width, **options)
@@ -126,7 +127,7 @@ def rendered(request, tmp_path_factory) -> tuple[dict, str, Rendered, int]:
 
 def test_the_leaderboard_ranks_as_the_json_and_comes_first(rendered) -> None:
     report, _page, shown, _width = rendered
-    by_hours = sorted(report["substrates"], key=lambda n: report["substrates"][n]["worker_hours"])
+    by_hours = sorted(report.substrates, key=lambda n: report.substrates[n].worker_hours)
     assert ranked_names(report) == by_hours
     assert [row["name"].lstrip("0123456789") for row in shown.board] == by_hours
     assert shown.sections[0] == "leaderboard"
@@ -169,7 +170,7 @@ def test_on_a_phone_the_substrate_and_worker_hours_show_and_plot_text_is_readabl
         pytest.skip("the phone's rules")
     for row in shown.board:  # on screen without scrolling sideways
         assert row["nameBox"]["left"] >= 0 and row["hoursBox"]["right"] <= width, row
-        hours = report["substrates"][row["name"][1:]]["worker_hours"]
+        hours = report.substrates[row["name"][1:]].worker_hours
         assert row["hours"].startswith(f"{hours:,.0f}")
     for svg in shown.svgs:
         assert svg["minFontPx"] >= 11, svg["label"]
@@ -221,10 +222,10 @@ def test_every_section_the_terminal_has_is_there_with_the_terminals_lines() -> N
     for section in ("leaderboard", "comparisons", "figures", "cold-start", "latency",
                     "worker-hours", "fleet", "failures", "machine"):  # fmt: skip
         assert f'<section id="{section}">' in page
-    substrates = report["substrates"]
+    substrates = report.substrates
     expected = [
         *comparison_lines(substrates, judge_of(report)),  # docker-session vs docker
-        burst_line("docker", substrates["docker"]["burst"]),
+        burst_line("docker", substrates["docker"].burst),
         *fleet_lines("docker-session", substrates["docker-session"]),  # pool and fleet
         *few_samples_lines(substrates),
         *[line for n, s in substrates.items() if (line := shares_line(n, s))],
@@ -249,8 +250,8 @@ def test_a_section_without_its_data_is_left_out() -> None:
 def test_the_tax_cap_note_stands_beside_the_bars_it_explains() -> None:
     """A probe slower than the mean step leaves no command part: the note says why."""
     report = run(("docker", 0.3, 0.05))
-    entry = report["substrates"]["docker"]
-    entry["action"] = {**entry["action"], "mean": entry["step"]["mean"] * 2}
+    entry = report.substrates["docker"]
+    entry.action = dataclasses.replace(entry.action, mean=entry.step.mean * 2)
     page = html_report.render(report)
     worker_hours = page[page.index('<section id="worker-hours">') :]
     assert "its per-step tax is capped at the step" in worker_hours.split("</section>")[0]
@@ -285,7 +286,7 @@ def test_text_from_the_run_is_escaped() -> None:
 
 
 def test_a_run_without_a_name_or_commit_is_named_by_when_it_ran() -> None:
-    report = {"created": "2026-03-01T12:00:00+00:00", "commit": None}
+    report = dataclasses.replace(local_only(), created="2026-03-01T12:00:00+00:00", commit=None)
     assert html_report.run_title(report, None) == "Rollout tax: run of 2026-03-01T12:00:00+00:00"
 
 
@@ -316,7 +317,7 @@ def test_on_a_phone_each_comparison_card_names_its_substrate_and_figure(tmp_path
     report, baseline, verdict = regressed()
     _page, shown = render(report, tmp_path, PHONE, baseline=baseline, verdict=verdict)
     cards = [card["text"] for card in shown.cards if "compare" in card["css"]]
-    now = sides(report, scale_of(report))
+    now = sides(report, report.projection)
     figures = [row[0] for row in table_rows(now["docker"], now["docker"])]
     assert len(cards) == 2 * len(figures)
     named = [f"{name} {figure}" for name in now for figure in figures]
@@ -342,18 +343,18 @@ def test_each_line_of_the_decision_and_the_header_is_its_own_paragraph() -> None
         html_report.e(line) for line in summary.decision
     ]
     assert re.findall(r'<p class="lead">([^<]*)</p>', page) == [
-        html_report.e(line) for line in [report["created"], *summary.header]
+        html_report.e(line) for line in [report.created, *summary.header]
     ]
 
 
 def test_the_machine_and_commit_never_say_none() -> None:
     report = local_only()
-    report["machine"] = {**report["machine"], "ci": None}
-    report["commit"] = {**report["commit"], "branch": None}
+    report.machine = {**report.machine, "ci": None}
+    report.commit = {**report.commit, "branch": None}
     machine = html_report.render(report).split('<section id="machine">')[1]
     assert "None" not in machine
     assert '<td data-label="fact">ci</td><td data-label="value">not in CI</td>' in machine
     assert "branch" not in machine  # a detached head has none
-    report["machine"]["ci"] = "github-actions"
+    report.machine["ci"] = "github-actions"
     machine = html_report.render(report).split('<section id="machine">')[1]
     assert '<td data-label="value">github-actions</td>' in machine

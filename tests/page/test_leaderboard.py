@@ -8,10 +8,12 @@ import re
 from support.reports import report, rollout, rollouts
 
 from pytest_rollout_tax.page import leaderboard
+from pytest_rollout_tax.report.document import Report, SubstrateEntry
+from pytest_rollout_tax.report.projection import Projected, Scale
 from pytest_rollout_tax.summary.lines import ranked_names
 
 
-def three() -> dict:
+def three() -> Report:
     return report(
         rollouts("slow", [1.0] * 6), rollouts("fast", [0.001] * 6), rollouts("mid", [0.05] * 6)
     )
@@ -20,9 +22,14 @@ def three() -> dict:
 def test_rank_is_by_worker_hours_then_name_with_the_unmeasured_last() -> None:
     found = three()
     assert ranked_names(found) == ["fast", "mid", "slow"]
-    tied = {"substrates": {"b": {"worker_hours": 1.0}, "a": {"worker_hours": 1.0},
-                           "c": {"worker_hours": None}}}  # fmt: skip
+    substrates = {"b": hours(1.0), "a": hours(1.0), "c": hours(None)}
+    tied = Report(Scale(), substrates, [], plugin_version="test", machine={})
     assert ranked_names(tied) == ["a", "b", "c"]
+
+
+def hours(worker_hours: float | None) -> SubstrateEntry:
+    """An entry whose projection has these worker-hours and nothing else."""
+    return SubstrateEntry(projected=Projected(worker_hours, tax_hours=None, decomposition=None))
 
 
 def test_a_time_column_has_one_unit_chosen_by_its_smallest_value() -> None:
@@ -61,7 +68,7 @@ def cells(page: str, column: str) -> list[str]:
 def test_a_shares_change_is_in_percentage_points() -> None:
     before, now = report(steady("a", 0.5)), report(steady("a", 2.0))
     page = leaderboard.board(now, ["a"], palette={}, baseline=before)
-    shares = [leaderboard._tax_share(r["substrates"]["a"]) for r in (before, now)]
+    shares = [leaderboard._tax_share(r.substrates["a"]) for r in (before, now)]
     points = (shares[1] - shares[0]) * 100
     assert points > 1
     (cell,) = cells(page, "tax share")

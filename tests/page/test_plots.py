@@ -7,7 +7,9 @@ import re
 import pytest
 from support import colour_vision
 
+from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.page import plots
+from pytest_rollout_tax.report.document import SubstrateEntry
 
 
 def test_a_short_ecdf_keeps_every_positive_sample() -> None:
@@ -63,10 +65,15 @@ def test_a_time_axis_over_decades_is_log_with_plain_ticks() -> None:
     assert not [t for t in shown if "\u00d7" in t or "10^" in t or "$" in t]
 
 
+def mean(seconds: float) -> Stats:
+    """One sample's stats: every figure is ``seconds``."""
+    return Stats.of([seconds])
+
+
 def test_phase_bars_carry_their_values_and_no_grid() -> None:
     svg = plots.phases({
-        "docker": {"phases": {"create": {"mean": 0.12}, "first_exec": {"mean": 0.12}}},
-        "local": {"phases": {"create": {"mean": 0.002}}},
+        "docker": SubstrateEntry(phases={"create": mean(0.12), "first_exec": mean(0.12)}),
+        "local": SubstrateEntry(phases={"create": mean(0.002)}),
     })  # fmt: skip
     shown = texts(svg)
     assert " 2ms" in shown and " 240ms" in shown  # each bar's total, local's too
@@ -90,8 +97,8 @@ def test_five_cold_start_phases_are_five_colours_told_apart_under_colour_blindne
     """Not greys: each phase its own hue, apart (delta E 15 or more) in normal vision and under
     protanopia, deuteranopia and tritanopia, and named in the legend."""
     svg = plots.phases({
-        "docker": {"phases": {p: {"mean": 0.05 * (i + 1)} for i, p in enumerate(PHASES)}},
-        "local": {"phases": {"create": {"mean": 0.002}}},
+        "docker": SubstrateEntry(phases={p: mean(0.05 * (i + 1)) for i, p in enumerate(PHASES)}),
+        "local": SubstrateEntry(phases={"create": mean(0.002)}),
     })  # fmt: skip
     fills = list(dict.fromkeys(re.findall(r"fill: (#[0-9a-f]{6})", svg)))
     drawn = [c for c in fills if c in plots.PHASE_PALETTE]

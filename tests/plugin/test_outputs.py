@@ -22,7 +22,7 @@ def pytest_rollout_tax_report(config, report, summary, verdict):
     path = config.getoption("hours_file")
     best = summary.rows[0][0]
     with open(path, "w") as out:
-        out.write(f"{report['schema']} {best} {len(summary.decision)} {verdict.failed}")
+        out.write(f"{report.schema} {best} {len(summary.decision)} {verdict.failed}")
     return [f"hours written to {path}"]
 """
 

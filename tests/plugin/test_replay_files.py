@@ -28,14 +28,15 @@ from support.workloads import ROOT
 
 from pytest_rollout_tax.core.record import steps_of
 from pytest_rollout_tax.gate import storage
-from pytest_rollout_tax.report.projection import Means, Scale, project
+from pytest_rollout_tax.report.document import Report
+from pytest_rollout_tax.report.projection import Scale, project
 
 EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
 #: Formats whose rows make one trajectory (steps, events).
 SINGLE = ("rollout-tax", "openhands-events")
 
 
-def report_of(pytester):
+def report_of(pytester) -> Report:
     return storage.load(pytester.path / "report.json").report
 
 
@@ -43,7 +44,7 @@ def rollouts_by_trajectory(report):
     """Each replayed rollout, by (trajectory id, substrate)."""
     return {
         (r["replay"]["trajectory_id"], r["substrate"]): r
-        for r in report["rollouts"]
+        for r in report.rollouts
         if r.get("replay")
     }
 
@@ -169,11 +170,11 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
         assert column(ours, name) == [line[name] for line in ROLLOUT_TAX_LINES]
     # per substrate: the recorded think of every step that has one (mini 3, ours 3)
     report = report_of(pytester)
-    think = report["substrates"][substrate]["think"]
-    assert think["n"] == 6
-    assert think["mean"] == pytest.approx((2 + 4 + 0 + 2 + 4 + 0) / 6)
-    assert report["projection"]["think_time_source"] == "recorded"
-    assert report["projection"]["think_time_s"] == pytest.approx(2.0)
+    think = report.substrates[substrate].think
+    assert think.n == 6
+    assert think.mean == pytest.approx((2 + 4 + 0 + 2 + 4 + 0) / 6)
+    assert report.projection.think_time_source == "recorded"
+    assert report.projection.think_time_s == pytest.approx(2.0)
     result.stdout.fnmatch_lines(["think time: 2s per step, recorded in the replayed trajectories"])
 
 
@@ -242,7 +243,7 @@ def test_a_step_past_the_recorded_timeout_fails_in_one_line(pytester):
         f"{path}: slow: step 2 `sleep 5`: ran past its 0.5 s step timeout (from the "
         "recording's info.config.environment.timeout); killed"
     ])  # fmt: skip
-    [rollout] = report_of(pytester)["rollouts"]
+    [rollout] = report_of(pytester).rollouts
     assert rollout["outcome"] == "failed"
     assert "0.5 s timeout" in rollout["error"]  # the substrate's countable reason
     assert len(column(rollout, "kind")) == 2  # the step that timed out, recorded
@@ -253,9 +254,9 @@ def test_the_think_time_option_wins_over_the_recording(pytester, trajectories):
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(passed=1)
     report = report_of(pytester)
-    assert report["projection"]["think_time_source"] == "option"
-    assert report["projection"]["think_time_s"] == 1.0
-    assert report["substrates"]["local"]["think"]["n"] == 3  # still recorded
+    assert report.projection.think_time_source == "option"
+    assert report.projection.think_time_s == 1.0
+    assert report.substrates["local"].think.n == 3  # still recorded
 
 
 def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
@@ -264,25 +265,26 @@ def test_the_example_trajectory_replays_with_its_recorded_think_time(pytester):
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(passed=1)
     report = report_of(pytester)
-    [rollout] = report["rollouts"]
+    [rollout] = report.rollouts
     assert rollout["replay"]["recorded_steps"] == len(column(rollout, "kind")) == 35
-    assert report["projection"]["think_time_source"] == "recorded"
-    assert report["projection"]["think_time_s"] == pytest.approx(3.189, abs=1e-3)
+    assert report.projection.think_time_source == "recorded"
+    assert report.projection.think_time_s == pytest.approx(3.189, abs=1e-3)
     result.stdout.fnmatch_lines(
         ["think time: 3.19s per step, recorded in the replayed trajectories"]
     )
     # the worker-hours decomposition's think term is the recorded think time
-    local = report["substrates"]["local"]
-    think_hours = 1_000_000 * 35 * local["think"]["mean"] / 3600  # at its own length
-    assert local["decomposition"]["think"] == pytest.approx(think_hours)
-    assert sum(local["decomposition"].values()) == pytest.approx(local["worker_hours"])
+    local = report.substrates["local"]
+    think_hours = 1_000_000 * 35 * local.think.mean / 3600  # at its own length
+    assert local.projected.decomposition.think == pytest.approx(think_hours)
+    parts = local.projected.decomposition.to_dict()
+    assert sum(parts.values()) == pytest.approx(local.worker_hours)
 
 
-def projected_hours(report: dict, steps: int) -> float:
+def projected_hours(report: Report, steps: int) -> float:
     """Local's worker-hours from its means at 1,000,000 rollouts of ``steps`` steps, at the
     recorded think time."""
     scale = Scale(steps=steps, think_time_source="none")
-    return project(Means.of_entry(report["substrates"]["local"]), scale).worker_hours
+    return project(report.substrates["local"].means(), scale).worker_hours
 
 
 def test_replays_are_projected_at_their_mean_recorded_length(pytester, trajectories):
@@ -291,18 +293,18 @@ def test_replays_are_projected_at_their_mean_recorded_length(pytester, trajector
     result = pytester.runpytest(*paths, "--rollout-json=report.json")
     result.assert_outcomes(passed=2)
     report = report_of(pytester)
-    assert report["projection"]["steps"] == 19 and report["projection"]["steps_source"] == "replays"
+    assert report.projection.steps == 19 and report.projection.steps_source == "replays"
     result.stdout.fnmatch_lines(["projected: 1,000,000 rollouts x 19 steps, the replays' mean;*"])
-    local = report["substrates"]["local"]
-    assert local["worker_hours"] == pytest.approx(projected_hours(report, 19))
-    assert local["worker_hours"] != pytest.approx(projected_hours(report, 150))
+    local = report.substrates["local"]
+    assert local.worker_hours == pytest.approx(projected_hours(report, 19))
+    assert local.worker_hours != pytest.approx(projected_hours(report, 150))
     # --rollout-project still decides
     result = pytester.runpytest(*paths, "--rollout-json=report.json", "--rollout-project=1000x7")
     report = report_of(pytester)
-    assert (report["projection"]["steps"], report["projection"]["steps_source"]) == (7, "option")
+    assert (report.projection.steps, report.projection.steps_source) == (7, "option")
     result.stdout.fnmatch_lines(["projected: 1,000 rollouts x 7 steps; tax = *"])
     hours = projected_hours(report, 7) / 1000  # the means' hours at 1,000,000 rollouts
-    assert report["substrates"]["local"]["worker_hours"] == pytest.approx(hours)
+    assert report.substrates["local"].worker_hours == pytest.approx(hours)
 
 
 def test_replays_mixed_with_workloads_keep_the_default_length_and_say_why(pytester, trajectories):
@@ -310,7 +312,7 @@ def test_replays_mixed_with_workloads_keep_the_default_length_and_say_why(pytest
     result = pytester.runpytest("runs/fix.traj.json", "test_workload.py", "--rollout-json=r.json")
     result.assert_outcomes(passed=2)
     report = storage.load(pytester.path / "r.json").report
-    assert (report["projection"]["steps"], report["projection"]["steps_source"]) == (150, "mixed")
+    assert (report.projection.steps, report.projection.steps_source) == (150, "mixed")
     result.stdout.fnmatch_lines(
         ["projected: 1,000,000 rollouts x 150 steps, the default (not every rollout is a*"]
     )
@@ -319,9 +321,9 @@ def test_replays_mixed_with_workloads_keep_the_default_length_and_say_why(pytest
 def test_without_recorded_think_time_the_source_is_none(pytester, trajectories):
     pytester.runpytest("runs/swe.traj", "--rollout-json=report.json").assert_outcomes(passed=1)
     report = report_of(pytester)
-    assert report["projection"]["think_time_source"] == "none"
-    assert report["projection"]["think_time_s"] == 0
-    assert report["substrates"]["local"]["think"] is None
+    assert report.projection.think_time_source == "none"
+    assert report.projection.think_time_s == 0
+    assert report.substrates["local"].think is None
 
 
 def test_the_ini_twin_adds_trajectories_to_the_test_paths(pytester, trajectories):
@@ -353,7 +355,7 @@ def test_a_rollout_whose_sandbox_never_started_still_names_its_trajectory(pytest
     result = pytester.runpytest("runs/fix.traj.json", "--substrate=broken",
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(errors=1)
-    [rollout] = report_of(pytester)["rollouts"]
+    [rollout] = report_of(pytester).rollouts
     assert rollout["outcome"] == "error"
     assert rollout["replay"]["trajectory_id"] == "fix"
     assert rollout["replay"]["recorded_steps"] == 3
@@ -366,7 +368,7 @@ def test_exact_mode_runs_commands_in_bash_as_the_harnesses_did(pytester):
     result = pytester.runpytest("--rollout-replay", "bashisms.jsonl", "--rollout-json=report.json",
                                 "--rollout-replay-mode=exact")  # fmt: skip
     result.assert_outcomes(passed=1)
-    [rollout] = report_of(pytester)["rollouts"]
+    [rollout] = report_of(pytester).rollouts
     assert (column(rollout, "exit_code"), column(rollout, "output_bytes")) == ([0], [5])
     assert rollout["replay"]["divergent_steps"] == 0
 
@@ -408,9 +410,9 @@ def test_a_mini_swe_agent_batch_folder_replays_one_rollout_per_trajectory(pytest
     result = pytester.runpytest("--rollout-replay", "output/run", "--rollout-json=report.json",
                                 "-rs")  # fmt: skip
     result.assert_outcomes(passed=2, skipped=1)
-    rollouts = report_of(pytester)["rollouts"]
+    rollouts = report_of(pytester).rollouts
     assert sorted(r["replay"]["trajectory_id"] for r in rollouts) == ["calc-1", "calc-2"]
-    assert report_of(pytester)["substrates"]["local"]["rollouts"] == 2  # no cold start for calc-3
+    assert report_of(pytester).substrates["local"].rollouts == 2  # no cold start for calc-3
     result.stdout.fnmatch_lines([
         "rollout-tax: skipped 3 file(s) in --rollout-replay folders that are not trajectories: "
         "output/run/exit_statuses_1700000000.yaml, output/run/minisweagent.log, "
@@ -432,7 +434,7 @@ def test_compact_and_indented_copies_give_identical_reports(pytester):
     count = sum(len(rows) if name not in SINGLE else 1 for name, (_, rows) in FORMATS.items())
     result.assert_outcomes(passed=2 * count)
     seen = {}
-    for rollout in report_of(pytester)["rollouts"]:
+    for rollout in report_of(pytester).rollouts:
         replay = dict(rollout["replay"])
         layout = replay.pop("source").split("/")[-2]
         steps = {
@@ -463,7 +465,7 @@ def test_exact_mode_counts_swe_agent_tool_steps_as_divergent_and_names_the_bundl
     result = pytester.runpytest("tools.traj", "--rollout-replay-mode=exact",
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(passed=1)
-    [rollout] = report_of(pytester)["rollouts"]
+    [rollout] = report_of(pytester).rollouts
     kinds = SWE_AGENT_TOOLS_STEPS["divergence"]
     assert rollout["replay"]["divergence"] == kinds
     # each divergent step here diverged in its exit code; one also in its output's size
@@ -485,7 +487,7 @@ def test_exact_mode_counts_swe_agent_tool_steps_as_divergent_and_names_the_bundl
 def test_shape_mode_records_no_divergences_and_knows_think_time(pytester, trajectories):
     result = pytester.runpytest("runs/fix.traj.json", "--rollout-json=report.json")
     result.assert_outcomes(passed=1)
-    [rollout] = report_of(pytester)["rollouts"]
+    [rollout] = report_of(pytester).rollouts
     assert rollout["replay"]["divergence"] is None
     assert rollout["replay"]["think_time"] == "recorded"
     assert "record no think time" not in result.stdout.str()

@@ -18,7 +18,7 @@ from pytest_rollout_tax.gate import storage
 
 def replays(pytester):
     report = storage.load(pytester.path / "report.json").report
-    return {r["replay"]["trajectory_id"]: r["replay"] for r in report["rollouts"]}
+    return {r["replay"]["trajectory_id"]: r["replay"] for r in report.rollouts}
 
 
 def test_a_folder_of_openhands_output_replays_with_its_recorded_times(pytester):

@@ -14,12 +14,10 @@ from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.gate.compare import Check, compare_reports
 from pytest_rollout_tax.report import projection
 from pytest_rollout_tax.report.aggregate import Aggregate, RolloutRows
-from pytest_rollout_tax.report.build import (
-    spread_of,
-    summarize,
-)
+from pytest_rollout_tax.report.build import summarize
 from pytest_rollout_tax.report.cost import project_cost
-from pytest_rollout_tax.report.projection import Means, Scale
+from pytest_rollout_tax.report.document import Report
+from pytest_rollout_tax.report.projection import Means, Scale, Spread
 
 SCALE = Scale(rollouts=1_000_000, steps=None, think_time_s=0.5)
 
@@ -121,10 +119,19 @@ def reference_report(rollouts: list[Rollout], scale: Scale) -> dict:
     names = sorted({r.substrate for r in recorded})
     substrates = {n: reference_substrate([r for r in recorded if r.substrate == n], scale)
                   for n in names}  # fmt: skip
-    return {"steps": scale.steps, "substrates": substrates, "spread": spread_of(substrates)}
+    return {"steps": scale.steps, "substrates": substrates, "spread": reference_spread(substrates)}
 
 
-def streamed(rollouts: list[Rollout], seed: int = 0) -> dict:
+def reference_spread(substrates: dict[str, dict]) -> Spread | None:
+    """The spread of the substrates with a valid result (some rollout succeeded)."""
+    valid = {n: s for n, s in substrates.items() if s["failures"] < s["rollouts"]}
+    return projection.spread(
+        {n: s["cold_start"]["p50"] for n, s in valid.items() if s["cold_start"]},
+        {n: s["worker_hours"] for n, s in valid.items() if s["worker_hours"] is not None},
+    )
+
+
+def streamed(rollouts: list[Rollout], seed: int = 0) -> Report:
     """The report the plugin builds: records through the wire form, in arrival order."""
     arriving = [r.to_dict() for r in rollouts]
     random.Random(seed).shuffle(arriving)  # xdist workers finish in any order
@@ -139,15 +146,16 @@ def test_the_same_records_give_the_same_percentiles_and_projection_exactly():
     expected = reference_report(rollouts, SCALE)
     for report in (streamed(rollouts), build_report(rollouts, SCALE, plugin_version="1",
                                                      machine={}, commit=None)):  # fmt: skip
-        assert report["projection"]["steps"] == expected["steps"]
+        assert report.projection.steps == expected["steps"]
         # the same figures, bit for bit, in the same order
-        assert json.dumps(report["substrates"]) == json.dumps(expected["substrates"])
-        assert report["spread"] == expected["spread"]
+        data = report.to_dict()
+        assert json.dumps(data["substrates"]) == json.dumps(expected["substrates"])
+        assert report.spread == expected["spread"]
 
 
 def test_rollouts_come_out_in_report_order_with_every_step():
     rollouts = records(90, seed=2)
-    rows = streamed(rollouts)["rollouts"]
+    rows = streamed(rollouts).rollouts
     assert isinstance(rows, RolloutRows)
     ordered = sorted(rollouts, key=lambda r: (r.substrate, r.test, r.round))
     assert list(rows) == [r.to_dict() for r in ordered]
@@ -161,7 +169,7 @@ def test_gate_verdicts_are_the_same_for_old_and_new_saved_runs():
     checks = [Check.parse(text) for text in texts]
     new = compare_reports(baseline, current, checks)
     for steps_as in ("columns", "objects"):
-        old = json.loads(json.dumps(as_schema_1(baseline, steps_as), indent=2))
+        old = Report.from_dict(json.loads(json.dumps(as_schema_1(baseline, steps_as), indent=2)))
         assert compare_reports(old, current, checks) == new
     assert new.failed
     assert any("FAILED" in line and "step.p50" in line for line in new.regression)

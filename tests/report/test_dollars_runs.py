@@ -58,13 +58,13 @@ def test_ranking_by_cost_can_differ_from_ranking_by_worker_hours():
     by_cost = build_report(
         [fast, slow], Scale(rank_by="cost"), plugin_version="1", machine={}, commit=None
     )
-    assert [i["substrate"] for i in by_hours["ranking"]] == ["fast", "slow"]
-    assert [i["substrate"] for i in by_cost["ranking"]] == ["slow", "fast"]
+    assert [i.substrate for i in by_hours.ranking] == ["fast", "slow"]
+    assert [i.substrate for i in by_cost.ranking] == ["slow", "fast"]
     decision = " ".join(render_summary(by_cost, width=200))
     assert "cheapest that isolates: slow, $" in decision and "worker-hours" in decision
-    dollars = {i["substrate"]: i["dollars"] for i in by_cost["ranking"]}
-    assert by_cost["ranking"][1]["ratio"] == pytest.approx(dollars["fast"] / dollars["slow"])
-    assert f"fast at {ratio(by_cost['ranking'][1]['ratio'])} the dollars" in decision
+    dollars = {i.substrate: i.dollars for i in by_cost.ranking}
+    assert by_cost.ranking[1].ratio == pytest.approx(dollars["fast"] / dollars["slow"])
+    assert f"fast at {ratio(by_cost.ranking[1].ratio)} the dollars" in decision
 
 
 def test_a_stale_list_price_is_flagged():

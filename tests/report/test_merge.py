@@ -20,8 +20,8 @@ from pytest_rollout_tax.summary.clients import client_lines
 def shard(index: int, count: int, made: list, **client) -> Part:
     """A shard's report of ``made`` rollouts, as a run of this version writes it."""
     data = report(made)
-    data["machine"] = {**data["machine"], "hostname_sha256": f"host{index}"}
-    data["client"] = {
+    data.machine = {**data.machine, "hostname_sha256": f"host{index}"}
+    data.client = {
         "shard": {"index": index, "count": count},
         "workload": {"fingerprint": "sha256:same", "items": 8},
         "projection": {"rollouts": 1_000_000, "steps": 150, "think_time_s": 0.0,
@@ -41,15 +41,15 @@ def test_the_merge_recomputes_percentiles_and_hours_from_the_raw_samples():
     parts = split(3)
     merged = merge(parts)
     whole = report(rollouts("local", COLD))
-    entry, expected = merged["substrates"]["local"], whole["substrates"]["local"]
+    entry, expected = merged.substrates["local"], whole.substrates["local"]
     for metric in ("cold_start", "action", "step", "teardown"):
-        assert entry[metric] == expected[metric]
-    assert entry["worker_hours"] == pytest.approx(expected["worker_hours"])
-    averaged = sum(p.report["substrates"]["local"]["cold_start"]["p95"] for p in parts) / 3
-    assert entry["cold_start"]["p95"] != pytest.approx(averaged)  # not an average of shards
-    assert sorted(r["shard"] for r in merged["rollouts"]) == [0, 0, 0, 1, 1, 1, 2, 2]
-    assert {r["client"] for r in merged["rollouts"]} == {"host0", "host1", "host2"}
-    assert [c["shard"] for c in merged["clients"]] == [0, 1, 2]
+        assert getattr(entry, metric) == getattr(expected, metric)
+    assert entry.worker_hours == pytest.approx(expected.worker_hours)
+    averaged = sum(p.report.substrates["local"].cold_start.p95 for p in parts) / 3
+    assert entry.cold_start.p95 != pytest.approx(averaged)  # not an average of shards
+    assert sorted(r["shard"] for r in merged.rollouts) == [0, 0, 0, 1, 1, 1, 2, 2]
+    assert {r["client"] for r in merged.rollouts} == {"host0", "host1", "host2"}
+    assert [c["shard"] for c in merged.clients] == [0, 1, 2]
 
 
 def test_a_rollout_in_two_reports_is_refused():
@@ -60,21 +60,21 @@ def test_a_rollout_in_two_reports_is_refused():
 
 def test_another_workload_is_refused():
     first, second = split(2)
-    second.report["client"]["workload"]["fingerprint"] = "sha256:other"
+    second.report.client["workload"]["fingerprint"] = "sha256:other"
     with pytest.raises(MergeRefused, match=r"shard1\.json: a different workload than shard0\.json"):
         merge([first, second], force=True)
-    del second.report["client"]
+    second.report.client = None
     with pytest.raises(MergeRefused, match=r"shard1\.json: no workload fingerprint"):
         merge([first, second])
 
 
 def test_other_projection_settings_are_refused_unless_forced():
     first, second = split(2)
-    second.report["client"]["projection"]["steps"] = 40
+    second.report.client["projection"]["steps"] = 40
     with pytest.raises(MergeRefused, match=r"different projection settings .* \(steps\)"):
         merge([first, second])
     forced = merge([first, second], force=True)
-    assert forced["projection"]["steps"] == 150 and forced["merge"]["forced"]
+    assert forced.projection.steps == 150 and forced.merge["forced"]
 
 
 def test_other_shard_counts_and_missing_step_times_are_refused():
@@ -83,7 +83,7 @@ def test_other_shard_counts_and_missing_step_times_are_refused():
     with pytest.raises(MergeRefused, match="different shard counts"):
         merge([first, other])
     stripped = copy.deepcopy(first)
-    for rollout in stripped.report["rollouts"]:
+    for rollout in stripped.report.rollouts:
         del rollout["steps"]
     with pytest.raises(MergeRefused, match="carry 0 of the 8 step times"):
         merge([stripped])
@@ -92,9 +92,9 @@ def test_other_shard_counts_and_missing_step_times_are_refused():
 def test_a_missing_or_failed_shard_makes_the_merge_incomplete():
     parts = split(3)
     merged = merge(parts[:2])
-    assert merged["merge"]["missing"] == [2] and merged["merge"]["incomplete"]
+    assert merged.merge["missing"] == [2] and merged.merge["incomplete"]
     failed = merge(parts[:2], failed={2: "pytest exited 3: boom"})
-    assert failed["merge"]["missing"] == [] and failed["merge"]["failed"] == {
+    assert failed.merge["missing"] == [] and failed.merge["failed"] == {
         "2": "pytest exited 3: boom"
     }
     assert "warning: incomplete: shard 2 of 3 failed: pytest exited 3: boom" in client_lines(failed)
@@ -107,14 +107,14 @@ def test_bursts_merge_by_epoch_time_into_fleet_wide_levels():
         BurstLevel(2, [0.6, 0.9], ready_all_s=1.0, released_at=1000.1),
     ]
     for part, level in zip(parts, levels, strict=True):
-        part.report["substrates"]["local"]["burst"] = [level.to_dict()]
-    (level,) = merge(parts)["substrates"]["local"]["burst"]
+        part.report.substrates["local"].burst = [level.to_dict()]
+    (level,) = merge(parts).substrates["local"].burst
     assert level["concurrency"] == 4
     assert level["cold_start"] == Stats.of([0.5, 0.7, 0.6, 0.9]).to_dict()
     assert level["ready_all_s"] == pytest.approx(1.1)  # first release to the last ready
     assert level["creates_per_s"] == pytest.approx(4 / 1.1)
     assert level["release_spread_s"] == pytest.approx(0.1)
-    del parts[1].report["substrates"]["local"]["burst"][0]["cold_start_s"]
+    del parts[1].report.substrates["local"].burst[0]["cold_start_s"]
     with pytest.raises(MergeRefused, match="no raw cold starts"):
         merge(parts)
 
@@ -137,7 +137,7 @@ def test_compare_project_html_and_history_read_the_merged_report_unchanged(tmp_p
     out = tmp_path / "merged.json"
     write(split(2), str(out))
     whole = tmp_path / "whole.json"
-    whole.write_text(json.dumps(report(rollouts("local", COLD))))
+    whole.write_text(json.dumps(report(rollouts("local", COLD)).to_dict()))
     printed = io.StringIO()
     assert main(["compare", str(whole), str(out), "--fail", "cold_start.p50:1%"], out=printed) == 0
     assert main(["project", str(out), "--rollouts", "10"], out=printed) == 0

@@ -3,7 +3,9 @@ import random
 import pytest
 
 from pytest_rollout_tax.core.price import Rate
+from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.report import projection
+from pytest_rollout_tax.report.document import Isolation, SubstrateEntry
 from pytest_rollout_tax.report.projection import (
     Decomposition,
     Means,
@@ -264,16 +266,20 @@ def test_isolation_moves_from_the_command_time_to_the_tax():
     assert "isolation" not in before.decomposition.to_dict()
 
 
+def stats(mean: float) -> Stats:
+    return Stats(n=1, min=mean, mean=mean, p50=mean, p90=mean, p95=mean, p99=mean, max=mean)
+
+
 def test_a_report_entry_gives_the_means_it_was_projected_from():
-    entry = {
-        "cold_start": {"mean": 2.0}, "action": {"mean": 0.05}, "step": {"mean": 0.1},
-        "teardown": {"mean": 1.0}, "think": None, "command": {"mean_s": 0.2},
-        "pool": {"size": 2, "idle_sandbox_s": 3.0, "hits": 2, "misses": 1},
-        "isolation": {"per_step_s": 0.01}, "price_per_hour": 1.5,
-        "burst": [{"concurrency": 4, "cold_start": {"mean": 3.0}}, {"concurrency": 8}],
-    }  # fmt: skip
-    assert Means.of_entry(entry) == Means(
+    entry = SubstrateEntry(
+        cold_start=stats(2.0), action=stats(0.05), step=stats(0.1), teardown=stats(1.0),
+        think=None, command={"mean_s": 0.2},
+        pool={"size": 2, "idle_sandbox_s": 3.0, "hits": 2, "misses": 1},
+        isolation=Isolation(reference="docker", per_step_s=0.01), price_per_hour=1.5,
+        burst=[{"concurrency": 4, "cold_start": {"mean": 3.0}}, {"concurrency": 8}],
+    )  # fmt: skip
+    assert entry.means() == Means(
         cold_start_s=2.0, action_s=0.05, step_s=0.1, teardown_s=1.0, idle_s=1.0, command_s=0.2,
         isolation_s=0.01, rate=Rate(instance_hour=1.5), bursts=((4, 3.0),), pool_size=2,
     )  # fmt: skip
-    assert Means.of_entry(entry).projected_step_s == pytest.approx(0.05 + 0.2)
+    assert entry.means().projected_step_s == pytest.approx(0.05 + 0.2)

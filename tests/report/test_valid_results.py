@@ -11,7 +11,8 @@ import shutil
 import pytest
 from support.summary_runs import ROOT, joined, run_pytest
 
-from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.document import Report, SubstrateEntry
+from pytest_rollout_tax.report.projection import Projected, Scale
 from pytest_rollout_tax.report.ranking import rank
 from pytest_rollout_tax.summary.lines import decision_lines
 
@@ -67,9 +68,10 @@ def test_the_floor_is_named_as_the_floor_and_one_candidate_is_not_cheapest(broke
     assert docker["ratio"] == 1.0  # the reference is the cheapest that isolates
 
 
-def _entry(kind: str, hours: float, failures: int = 0) -> dict:
-    return {"kind": kind, "rollouts": 4, "failures": failures, "worker_hours": hours,
-            "tax_hours": hours / 2, "failure_reasons": {"test failed: X": failures}}  # fmt: skip
+def _entry(kind: str, hours: float, failures: int = 0) -> SubstrateEntry:
+    projected = Projected(worker_hours=hours, tax_hours=hours / 2, decomposition=None)
+    return SubstrateEntry(kind=kind, rollouts=4, failures=failures, projected=projected,
+                          failure_reasons={"test failed: X": failures})  # fmt: skip
 
 
 def test_partial_failures_are_ranked_beside_their_success_rate_and_flagged():
@@ -80,8 +82,9 @@ def test_partial_failures_are_ranked_beside_their_success_rate_and_flagged():
         "docker-pool": _entry("docker", 500.0),
     }
     ranking = rank(substrates, {}, Scale())
-    assert [i["substrate"] for i in ranking] == ["local", "docker-session", "docker", "docker-pool"]
-    lines = decision_lines({"ranking": ranking})
+    assert [i.substrate for i in ranking] == ["local", "docker-session", "docker", "docker-pool"]
+    report = Report(Scale(), substrates, ranking, plugin_version="test", machine={})
+    lines = decision_lines(report)
     assert lines[0].startswith(
         "cheapest that isolates: docker-session, 200 worker-hours and 100 tax-hours (75% "
         "succeeded, below the others' 100%) (floor: local, 100 worker-hours); next docker at 2.00x"

@@ -10,7 +10,7 @@ import shutil
 from support.summary_runs import ROOT, joined, run_pytest
 
 from pytest_rollout_tax.core.noise import ALPHA, evidence
-from pytest_rollout_tax.report.build import scale_of
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.ranking import report_units
 
 
@@ -24,11 +24,11 @@ def test_the_transport_line_carries_the_gate_s_noise_verdict(sandbox_image, tmp_
         "--rollout-json=r.json", "-p", "xdist", "-n", "2",
     )  # fmt: skip
     assert code == 0, lines
-    report = json.loads((tmp_path / "r.json").read_text())
+    report = Report.from_dict(json.loads((tmp_path / "r.json").read_text()))
     text = joined(lines)
     line = re.search(r"docker-session vs docker, transport session vs exec: [^;]*; (.*)", text)
     assert line, text
-    units = report_units(report, scale_of(report))
+    units = report_units(report, report.projection)
     mine, theirs = units["docker-session"], units["docker"]
     slower = sum(mine) / len(mine) > sum(theirs) / len(theirs)
     found = evidence(theirs, mine) if slower else evidence(mine, theirs)

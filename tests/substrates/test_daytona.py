@@ -27,6 +27,8 @@ from pytest_rollout_tax.errors import (
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.fleet import burst
+from pytest_rollout_tax.report.document import Report, SubstrateEntry
+from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
 from pytest_rollout_tax.substrates.pacing import CreatePacer
 from pytest_rollout_tax.substrates.registry import Registry
@@ -176,8 +178,9 @@ def test_a_client_per_rollout_unless_reuse_connection_and_the_row_says_which(
     }
     assert planes["fresh"]["connection"] == "per-rollout"
     assert planes["reused"]["connection"] == "reused"
+    entries = {n: SubstrateEntry(control_plane=p) for n, p in planes.items()}
     lines = control_plane_lines(
-        {"substrates": {n: {"control_plane": p} for n, p in planes.items()}}
+        Report(projection=Scale(), substrates=entries, ranking=[], plugin_version="t", machine={})
     )
     assert any(line.startswith("fresh: each rollout opened its own connection") for line in lines)
     assert any(line.startswith("reused: rollouts reused one warm connection") for line in lines)

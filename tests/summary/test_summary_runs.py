@@ -18,6 +18,7 @@ from support.summary_runs import ROOT, joined, run_pytest
 
 from pytest_rollout_tax.core.noise import ALPHA
 from pytest_rollout_tax.replay.load import load
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.summary.terminal import render_summary
 from pytest_rollout_tax.text.units import hours, ratio, seconds
 
@@ -111,7 +112,7 @@ def test_a_report_saved_before_the_pairs_still_loads_and_renders(suite_run, tmp_
     for key in ("cheapest", "dearest"):
         del old["spread"][key]
     del old["ranking"], old["not_run"]
-    text = joined(render_summary(old, width=80))
+    text = joined(render_summary(Report.from_dict(old), width=80))
     assert "worker-hours " + ratio(old["spread"]["worker_hours"]) in text
     (tmp_path / "old.json").write_text(json.dumps(old))
     done = subprocess.run(

@@ -14,7 +14,8 @@ from pytest_rollout_tax.errors import ConfigError, NotRegularFileError
 from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, summarize
-from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.document import SubstrateEntry
+from pytest_rollout_tax.report.projection import Decomposition, Projected, Scale
 from pytest_rollout_tax.summary import sections as report_module
 from pytest_rollout_tax.summary.sections import shares_line
 from pytest_rollout_tax.summary.terminal import render_summary
@@ -59,14 +60,15 @@ def test_summary_shows_where_the_worker_hours_go_in_one_line_per_substrate():
 
 
 def test_a_pool_s_idle_time_is_a_part_where_there_is_one():
-    entry = {"worker_hours": 10.0, "tax_hours": 6.0, "decomposition": {
-        "cold_start": 1.0, "overhead": 2.0, "command": 4.0, "think": 0.0, "teardown": 1.0,
-        "idle": 2.0}}  # fmt: skip
+    entry = SubstrateEntry(projected=Projected(worker_hours=10.0, tax_hours=6.0,
+        decomposition=Decomposition(cold_start=1.0, overhead=2.0, command=4.0, think=0.0,
+                                    teardown=1.0, idle=2.0)))  # fmt: skip
     assert shares_line("docker", entry) == (
         "docker hours: cold start 10%, overhead 20%, command 40%, think 0%, teardown 10%, "
         "pool idle 20% (tax 60%)"
     )
-    assert shares_line("docker", {"worker_hours": None, "decomposition": None}) is None
+    unprojected = Projected(worker_hours=None, tax_hours=None, decomposition=None)
+    assert shares_line("docker", SubstrateEntry(projected=unprojected)) is None
 
 
 def test_summary_lists_failure_reasons_and_success_rate():
@@ -84,16 +86,16 @@ def test_an_unbound_rollout_is_a_failure_named_by_its_outcome_with_its_reason():
         rollout("k8s-claim", None, outcome="unbound", error=why),
     ]
     report = build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
-    entry = report["substrates"]["k8s-claim"]
-    assert (entry["failures"], entry["unbound"]) == (1, 1)
-    assert entry["failure_reasons"] == {why: 1}
-    assert [r["outcome"] for r in report["rollouts"]] == ["passed", "unbound"]
+    entry = report.substrates["k8s-claim"]
+    assert (entry.failures, entry.unbound) == (1, 1)
+    assert entry.failure_reasons == {why: 1}
+    assert [r["outcome"] for r in report.rollouts] == ["passed", "unbound"]
     text = "\n".join(render_summary(report, 200))
     assert f"k8s-claim: 50% of rollouts succeeded (1 unbound); failures: 1x {why}" in text
     plain = build_report(
         [rollout("k8s", 0.2)], Scale(), plugin_version="1", machine={}, commit=None
     )
-    assert "unbound" not in plain["substrates"]["k8s"]
+    assert "unbound" not in plain.to_dict()["substrates"]["k8s"]
 
 
 def test_a_users_pool_gets_one_line_and_no_idle_in_the_projection_or_the_comparison():
@@ -109,8 +111,8 @@ def test_a_users_pool_gets_one_line_and_no_idle_in_the_projection_or_the_compari
         commit=None,
         fleet=Fleet(pools={"k8s-claim": users}),
     )
-    entry = report["substrates"]["k8s-claim"]
-    assert entry["pool"]["made_by_tool"] is False and entry["decomposition"]["idle"] == 0
+    entry = report.substrates["k8s-claim"]
+    assert entry.pool["made_by_tool"] is False and entry.projected.decomposition.idle == 0
     text = " ".join(" ".join(render_summary(report, 300)).split())
     assert (
         "k8s-claim warm pool of 3 is the user's, not made by the tool: its idle time is not "
@@ -151,8 +153,8 @@ def test_variants_of_one_kind_are_compared_with_its_exec_transport():
         variant("local", "local", "exec", 0.001),
     ]
     report = build_report(rollouts, Scale(), plugin_version="1", machine={}, commit=None)
-    assert report["substrates"]["docker-session"]["kind"] == "docker"
-    assert report["substrates"]["docker-session"]["transport"] == "session"
+    assert report.substrates["docker-session"].kind == "docker"
+    assert report.substrates["docker-session"].transport == "session"
     saved = (0.050 - 0.002) * 150 * 1_000_000 / 3600
     summary = render_summary(report, width=200)
     lines = [line for line in summary if " vs " in line and "spread" not in line]
@@ -172,7 +174,7 @@ def test_without_a_second_variant_or_with_old_records_no_line_is_added():
         machine={},
         commit=None,
     )
-    assert report["substrates"]["docker"]["kind"] is None
+    assert report.substrates["docker"].kind is None
     assert not [line for line in render_summary(report) if " vs " in line and "action" in line]
 
 
@@ -193,8 +195,8 @@ def test_a_priced_substrate_with_think_time_still_fits_80_columns():
     )
     lines = render_summary(data, width=80)
     assert max(map(len, lines)) <= 80, "\n".join(lines)
-    cost = data["substrates"]["docker-gvisor"]["cost_usd"]
-    assert cost == pytest.approx(data["substrates"]["docker-gvisor"]["worker_hours"] * 0.0416)
+    cost = data.substrates["docker-gvisor"].dollars
+    assert cost == pytest.approx(data.substrates["docker-gvisor"].worker_hours * 0.0416)
     text = " ".join(line.strip() for line in lines)
     assert f"docker-gvisor dollars: ${cost:,.0f} for 1,000,000 rollouts" in text
     assert "at $0.0416 per sandbox-hour (your price)" in text
@@ -347,13 +349,13 @@ def test_the_summary_states_round_trips_and_stand_ins():
     machine = {"platform": "Linux-x", "cpu_count": 2, "ci": "GitHub Actions"}
     rollouts = [rollout("e2b", 0.3), rollout("docker", 0.2)]
     data = build_report(rollouts, Scale(), plugin_version="1", machine=machine, commit=None)
-    data["substrates"]["e2b"]["control_plane"] = {
+    data.substrates["e2b"].control_plane = {
         "endpoint": "http://127.0.0.1:49152", "rtt_s": 0.0021, "stand_in": True
     }  # fmt: skip
-    data["substrates"]["docker"]["control_plane"] = {
+    data.substrates["docker"].control_plane = {
         "endpoint": "unix:///var/run/docker.sock", "rtt_s": None, "stand_in": False
     }  # fmt: skip
-    data["substrates"]["e2b"]["kind"] = "e2b"
+    data.substrates["e2b"].kind = "e2b"
     text = " ".join(line.strip() for line in render_summary(data))
     assert (
         "control-plane round trip from this client (Linux-x, 2 CPUs, GitHub Actions): "
@@ -370,7 +372,7 @@ def test_a_variant_differing_in_two_aspects_is_compared_on_each_and_says_so():
     docker = variant("docker", "docker", "exec", 0.050)
     both = variant("docker-both", "docker", "session", 0.002)
     report = build_report([docker, both], Scale(), plugin_version="1", machine={}, commit=None)
-    report["substrates"]["docker-both"]["pool"] = {
+    report.substrates["docker-both"].pool = {
         "size": 2, "pools": 1, "hits": 1, "misses": 0, "idle_sandbox_s": 4.0, "creations": None,
         "creation_failures": 0, "failure_reasons": {},
     }  # fmt: skip
