@@ -44,7 +44,8 @@ def test_gate_compares_with_the_saved_baseline(tmp_path) -> None:
     second = gate(tmp_path, compare="main", fail=["step.p50:10%"])
     assert second.baseline is not None and second.baseline.path == saved
     verdict = second.judge(report(rollouts("local", COLD, 10)))
-    assert verdict.failed and verdict.saved == ()
+    assert verdict.failed
+    assert list((tmp_path / "store").iterdir()) == [saved]  # judging saves nothing
     assert unwrapped(verdict.regression)[0].startswith("FAILED local step.p50: baseline ")
 
 
