@@ -268,12 +268,8 @@ class Settings:
 def _scale(text: str | None, think_time_s: float | None) -> Scale:
     """The projection's scale: ``--rollout-project`` (:data:`flags.PROJECT`) at the think
     time; not given, the default, whose steps the replays' mean length may replace."""
-    default = Scale.parse(None, think_time_s)
-    if text is None:
-        return default
-    rollouts, steps = flags.PROJECT.value(text, flags.PROJECT.plugin)
-    source = "option" if steps else "workloads"
-    return dataclasses.replace(default, rollouts=rollouts, steps=steps, steps_source=source)
+    projected = None if text is None else flags.PROJECT.value(text, flags.PROJECT.plugin)
+    return Scale.asked(projected, think_time_s)
 
 
 def _check_replay_path(path: Path) -> None:

@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from ..core.limits import check
 from ..core.price import SECONDS_PER_HOUR, Rate
 from .cost import Cost, project_cost
 
@@ -27,8 +25,6 @@ ThinkSource = Literal["option", "recorded", "none"]
 StepsSource = Literal["option", "default", "replays", "mixed", "workloads"]
 #: The steps per rollout when nothing sets them (the paper's ~150 tool calls).
 DEFAULT_STEPS = 150
-#: The projection when ``--rollout-project`` is not given.
-DEFAULT_PROJECT = f"1000000x{DEFAULT_STEPS}"
 #: What the ranking orders substrates by (``--rollout-rank-by``).
 RankBy = Literal["worker_hours", "cost"]
 RANK_BY: tuple[RankBy, ...] = ("worker_hours", "cost")
@@ -51,35 +47,22 @@ class Scale:
     steps_source: StepsSource = "option"
 
     @classmethod
-    def parse(
-        cls, text: str | None, think_time_s: float | None = None, option: str = "projection"
+    def asked(
+        cls, projected: tuple[int, int | None] | None = None, think_time_s: float | None = None
     ) -> Scale:
-        """Parse ``NxS`` or ``N`` (e.g. ``1000000x150``, ``1e6x150``, ``1_000_000``); an error
-        names ``option``. ``text`` None: not given, the default scale, whose steps the
-        replays' mean length may replace (:meth:`with_replay_steps`).
-
+        """The scale the options ask: ``projected``, ``--rollout-project``'s rollouts and steps
+        (``flags.projection``; steps None: the workloads' mean), or None when not given (the
+        default, whose steps the replays' mean length may replace, :meth:`with_replay_steps`);
         ``think_time_s`` None: not given, so recorded think time may stand in for it."""
-        given = text is not None
-        text = DEFAULT_PROJECT if text is None else text
-        match = re.fullmatch(r"\s*([0-9_.eE+]+)\s*(?:[xX]\s*([0-9_]+))?\s*", text)
-        try:
-            rollouts = float(match.group(1)) if match else -1.0
-            steps = int(match.group(2)) if match and match.group(2) else None
-        except ValueError:
-            rollouts, steps = -1.0, None
-        if not 1 <= rollouts < 1e15 or rollouts != int(rollouts) or steps == 0:
-            raise ValueError(
-                f"{option}={text!r}: expected ROLLOUTSxSTEPS (or ROLLOUTS alone) "
-                "with positive integers, e.g. 1000000x150"
-            )
-        if steps is not None:
-            check("--rollout-project steps", steps, f"{option}={text!r}: steps")
-        source: StepsSource = "default" if not given else "option" if steps else "workloads"
-        if think_time_s is None:
-            return cls(int(rollouts), steps, think_time_source="none", steps_source=source)
-        if not 0 <= think_time_s < float("inf"):
-            raise ValueError(f"think time {think_time_s!r}: expected seconds >= 0")
-        return cls(int(rollouts), steps, think_time_s, steps_source=source)
+        think = (
+            {"think_time_source": "none"}
+            if think_time_s is None
+            else {"think_time_s": think_time_s}
+        )
+        if projected is None:
+            return cls(steps_source="default", **think)
+        rollouts, steps = projected
+        return cls(rollouts, steps, steps_source="option" if steps else "workloads", **think)
 
     def with_replay_steps(self, lengths: Sequence[int], others: int) -> Scale:
         """This scale with the replays' mean recorded length (``lengths``, one per replayed

@@ -129,42 +129,27 @@ def test_the_decomposition_adds_up_over_random_inputs():
 
 
 @pytest.mark.parametrize(
-    ("text", "rollouts", "steps"),
-    [("1000000x150", 1_000_000, 150), ("1e6x150", 1_000_000, 150), ("1_000 X 20", 1000, 20),
-     ("5000", 5000, None)],
-)  # fmt: skip
-def test_scale_parses(text, rollouts, steps):
-    scale = Scale.parse(text, think_time_s=2)
+    ("projected", "steps_source"),
+    [(None, "default"), ((1000, 20), "option"), ((5000, None), "workloads")],
+)
+def test_the_scale_says_where_its_steps_came_from(projected, steps_source):
+    scale = Scale.asked(projected, think_time_s=2)
+    rollouts, steps = projected or (1_000_000, 150)
     assert (scale.rollouts, scale.steps, scale.think_time_s) == (rollouts, steps, 2)
+    assert (scale.steps_source, scale.think_time_source) == (steps_source, "option")
 
 
 def test_steps_not_given_may_be_the_replays_mean_length_and_only_then():
-    unset = Scale.parse(None)
+    unset = Scale.asked()
     assert (unset.rollouts, unset.steps, unset.steps_source) == (1_000_000, 150, "default")
     replays = unset.with_replay_steps([3, 35, 35], others=0)
     assert (replays.steps, replays.steps_source) == (24, "replays")
     mixed = unset.with_replay_steps([35], others=1)
     assert (mixed.steps, mixed.steps_source) == (150, "mixed")
     assert unset.with_replay_steps([], others=4) == unset  # no replay: the default, unsaid
-    given = Scale.parse("1000x150")
+    given = Scale.asked((1000, 150))
     assert given.steps_source == "option" and given.with_replay_steps([35], 0) == given
-    assert Scale.parse("1000").steps_source == "workloads"
-
-
-@pytest.mark.parametrize(
-    "text", ["", "x150", "1000x", "0x150", "1000x0", "1.5x10", "ten x 5", "1e400x150", "nanx1"]
-)
-def test_malformed_scale_names_the_value_and_where_it_came_from(text):
-    with pytest.raises(ValueError, match=r"^projection=.*expected ROLLOUTSxSTEPS"):
-        Scale.parse(text)
-    with pytest.raises(ValueError, match=r"^--rollout-project="):
-        Scale.parse(text, option="--rollout-project")
-
-
-@pytest.mark.parametrize("think", [-1, float("nan"), float("inf")])
-def test_a_think_time_that_is_not_seconds_is_rejected(think):
-    with pytest.raises(ValueError, match=r"^think time .*: expected seconds >= 0"):
-        Scale.parse("10x10", think_time_s=think)
+    assert Scale.asked((1000, None)).with_replay_steps([35], 0).steps is None
 
 
 def test_spread_is_slowest_over_fastest():
@@ -179,10 +164,10 @@ def test_no_spread_for_a_single_substrate():
 
 
 def test_recorded_think_time_stands_in_only_when_no_option_set_one():
-    given = Scale.parse("10x10", think_time_s=0.5)
+    given = Scale.asked((10, 10), think_time_s=0.5)
     assert given.think_time_source == "option"
     assert given.with_recorded_think(3.0) == given
-    unset = Scale.parse("10x10")
+    unset = Scale.asked((10, 10))
     assert (unset.think_time_s, unset.think_time_source) == (0.0, "none")
     assert unset.with_recorded_think(None) == unset
     recorded = unset.with_recorded_think(3.0)
