@@ -305,7 +305,7 @@ def _failures(entries: Mapping[str, Any]) -> str:
     rows = [
         [name, reason, str(count)]
         for name, entry in entries.items()
-        for reason, count in (entry.failure_reasons or {}).items()
+        for reason, count in entry.failure_reasons.items()
     ]
     if not rows:
         return "<p>No rollout failed.</p>"
@@ -344,7 +344,7 @@ def _gate(
 
 
 def _machine(report: Report) -> str:
-    machine = dict(report.machine or {})
+    machine = dict(report.machine)
     commit = report.commit or {}
     unknown = {"ci": "not in CI"}  # what a missing fact means, where it means something
     rows = [

@@ -36,7 +36,7 @@ def decision_lines(report: Report) -> list[str]:
     the figure; each substrate with no valid result (every rollout failed), with its reason."""
     by_cost = report.projection.rank_by == "cost"
     key = "dollars" if by_cost else "worker_hours"
-    ranking = report.ranking or ()
+    ranking = report.ranking
     valid = [item for item in ranking if getattr(item, key) and not item.no_valid_result]
     floors = [item for item in valid if item.floor]
     candidates = [item for item in valid if not item.floor]

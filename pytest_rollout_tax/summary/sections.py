@@ -104,7 +104,7 @@ def shared_sandbox_lines(report: Report) -> list[str]:
     return [
         f"rollout-tax: error: {shared['substrate']}: {len(shared['rollouts'])} rollouts got "
         f"the same sandbox {shared['sandbox_id']}: {', '.join(shared['rollouts'])}"
-        for shared in report.shared_sandboxes or []
+        for shared in report.shared_sandboxes
     ]
 
 
@@ -224,7 +224,7 @@ def control_plane_lines(report: Report) -> list[str]:
     planes = {n: s.control_plane for n, s in report.substrates.items() if s.control_plane}
     if not planes:
         return []
-    machine = report.machine or {}
+    machine = report.machine
     where = ", ".join(
         str(part)
         for part in (
