@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .known import from_known
+
 #: The most dollars an hour any single price may be (a larger one is a typo).
 MAX_DOLLARS_PER_HOUR = 1_000_000.0
 #: The most vCPUs or GiB one sandbox may be billed for.
@@ -133,8 +135,7 @@ class Rate:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Rate:
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return from_known(cls, data)
 
 
 def added_dollars(hours: float, rate: Rate) -> float:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.known import from_known
 from ..core.pool_stats import idle_per_claim
 from ..core.price import Rate
 from ..core.stats import Stats
@@ -226,11 +227,6 @@ class Ranked:
     #: Why it has no ratio, when every rollout failed.
     no_valid_result: str | None = None
 
-    @classmethod
-    def from_dict(cls, item: dict[str, Any]) -> Ranked:
-        known = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in item.items() if key in known})
-
 
 @dataclass
 class Report:
@@ -302,9 +298,9 @@ class Report:
     @classmethod
     def _of(cls, data: dict[str, Any]) -> Report:
         return cls(
-            projection=_scale(data["projection"]),
+            projection=from_known(Scale, data["projection"]),
             substrates={n: SubstrateEntry.from_dict(e) for n, e in data["substrates"].items()},
-            ranking=[Ranked.from_dict(item) for item in data.get("ranking") or ()],
+            ranking=[from_known(Ranked, item) for item in data.get("ranking") or ()],
             plugin_version=data.get("plugin_version", "?"),
             machine=data.get("machine") or {},
             commit=data.get("commit"),
@@ -317,12 +313,6 @@ class Report:
             clients=data.get("clients"),
             merge=data.get("merge"),
         )
-
-
-def _scale(projection: dict[str, Any]) -> Scale:
-    """The scale of a report's ``projection`` entry; keys older runs lack take their default."""
-    known = {f.name for f in dataclasses.fields(Scale)}
-    return Scale(**{key: value for key, value in projection.items() if key in known})
 
 
 def _projected(entry: dict[str, Any]) -> Projected:
