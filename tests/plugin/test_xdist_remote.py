@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.docker_exec import run
 from support.ec2_moto import free_port, generate_key, ssh_banner, wait_until
 
 import pytest_rollout_tax
@@ -97,9 +98,10 @@ def python_over_ssh(docker_client, sshd_image, tmp_path):
         container.reload()
         port = int(container.ports["22/tcp"][0]["HostPort"])
         wait_until(lambda: ssh_banner("127.0.0.1", port), 60, "sshd did not answer")
-        version = container.exec_run(["python3", "-c", "import sys; print(sys.version_info[:2])"])
-        if version.output.decode().strip() != str(sys.version_info[:2]):
-            pytest.skip(f"the container's python3 is {version.output.decode().strip()}")
+        asked = ["python3", "-c", "import sys; print(sys.version_info[:2])"]
+        version = run(container, asked).stdout.decode().strip()
+        if version != str(sys.version_info[:2]):
+            pytest.skip(f"the container's python3 is {version}")
         config = tmp_path / "ssh_config"
         config.write_text(
             f"Host remote\n  HostName 127.0.0.1\n  Port {port}\n  User root\n"

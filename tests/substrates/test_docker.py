@@ -18,11 +18,13 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import docker.errors as docker_errors
 import pytest
 import requests.exceptions
+from support import docker_exec as docker_exec_standin
 from support.docker_engine import session_shell
 
 from pytest_rollout_tax import StepTimeout, get_substrate
@@ -390,6 +392,52 @@ def test_frames_decode_however_the_connection_splits_them():
             while (piece := decoder.next()) is not None:
                 got[piece[0]] += piece[1]
         assert (bytes(got[1]), bytes(got[2])) == expected
+
+
+def _exec_output(api, exec_id):
+    stdout, stderr = docker_exec.exec_output(api, exec_id, 10, 1 << 20)
+    return stdout.data, stderr.data
+
+
+def _standin_output(api, exec_id):
+    got = {1: b"", 2: b""}
+    for kind, data in docker_exec_standin.frames(api.exec_start(exec_id, socket=True)):
+        got[kind] += data
+    return got[1], got[2]
+
+
+@pytest.mark.parametrize("read", [_exec_output, _standin_output], ids=["substrate", "stand-ins"])
+def test_output_that_comes_with_the_exec_start_headers_is_kept(tmp_path, read):
+    """A command that writes at once can reach the client in the same read as the engine's
+    headers; the SDK's reader would drop those bytes (docker/docker-py#2042). The substrate
+    and the stand-ins read through the response's buffer."""
+    import docker
+
+    wire = b"".join(
+        bytes([kind, 0, 0, 0]) + len(data).to_bytes(4, "big") + data
+        for kind, data in [(2, b"4242\n"), (1, b"at once\n")]
+    )
+    answer = b"HTTP/1.1 101 UPGRADED\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n" + wire
+    path = str(tmp_path / "engine.sock")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(path)
+        listener.listen(1)
+        api = docker.APIClient(base_url=f"unix://{path}", version="1.41")
+        with ThreadPoolExecutor(1) as pool:
+            served = pool.submit(_answer_once, listener, answer)
+            assert read(api, "e" * 64) == (b"at once\n", b"4242\n")
+            assert served.result(10).startswith(b"POST /v1.41/exec/" + b"e" * 64 + b"/start ")
+
+
+def _answer_once(listener: socket.socket, answer: bytes) -> bytes:
+    """Take one request, answer it in one write (headers and output together), hang up."""
+    conn, _ = listener.accept()
+    with conn:
+        request = b""
+        while b"\r\n\r\n" not in request:
+            request += conn.recv(4096)
+        conn.sendall(answer)
+    return request
 
 
 @pytest.mark.parametrize("running", [False, True])

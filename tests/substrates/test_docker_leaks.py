@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import docker_exec
 from support.docker_engine import session_shell
 from support.pytest_process import interrupt
 
@@ -183,9 +184,8 @@ def test_an_interrupted_run_leaves_nothing(tmp_path, docker_client, signum, wher
 
 
 def _processes(docker_client, container_id: str) -> str:
-    return (
-        docker_client.containers.get(container_id).exec_run(["ps", "-eo", "args"]).output.decode()
-    )
+    container = docker_client.containers.get(container_id)
+    return docker_exec.run(container, ["ps", "-eo", "args"]).stdout.decode()
 
 
 def test_the_session_shell_of_a_closed_sandbox_is_gone_with_the_container(

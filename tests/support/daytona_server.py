@@ -28,7 +28,7 @@ it a create gets 429 with the service's message.
 
 Standalone (for ``pytest example_suite --substrate=daytona`` by hand)::
 
-    python tests/support/daytona_server.py --port 3998      # prints the variables to export
+    PYTHONPATH=tests python -m support.daytona_server --port 3998  # prints the variables to export
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ from daytona_toolbox_api_client import (
 )
 
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
+from support.docker_exec import Ran, run
 
 #: Docker label on every container the stand-in runs (value: the server's instance id).
 CONTAINER_LABEL = "rollout-tax.daytona-standin"
@@ -380,30 +381,21 @@ class StandInDaytona:
         return sandbox
 
     async def _exec(
-        self,
-        sandbox: StandInSandbox,
-        command: str,
-        cwd: str | None,
-        env: dict[str, str],
-        demux: bool,
-    ) -> tuple[int, Any]:
-        result = await asyncio.to_thread(
-            sandbox.container.exec_run,
-            ["sh", "-c", command],
-            workdir=cwd or None,
-            environment=env or None,
-            demux=demux,
+        self, sandbox: StandInSandbox, command: str, cwd: str | None, env: dict[str, str]
+    ) -> Ran:
+        argv = ["sh", "-c", command]
+        return await asyncio.to_thread(
+            run, sandbox.container, argv, workdir=cwd or None, environment=env or None
         )
-        return result.exit_code, result.output
 
     async def _execute(self, request: web.Request) -> web.Response:
         sandbox = self._running(request)
         if isinstance(sandbox, web.Response):
             return sandbox
         spec = ExecuteRequest.from_dict(await request.json())
-        code, output = await self._exec(sandbox, spec.command, spec.cwd, spec.envs or {}, False)
-        result = (output or b"").decode("utf-8", "replace")
-        return web.json_response(ExecuteResponse(exit_code=code, result=result).to_dict())
+        ran = await self._exec(sandbox, spec.command, spec.cwd, spec.envs or {})
+        result = ran.output.decode("utf-8", "replace")
+        return web.json_response(ExecuteResponse(exit_code=ran.exit_code, result=result).to_dict())
 
     async def _create_session(self, request: web.Request) -> web.Response:
         sandbox = self._running(request)
@@ -417,12 +409,12 @@ class StandInDaytona:
         if isinstance(sandbox, web.Response):
             return sandbox
         spec = SessionExecuteRequest.from_dict(await request.json())
-        code, (out, err) = await self._exec(sandbox, spec.command, None, {}, True)
-        stdout = (out or b"").decode("utf-8", "replace")
-        stderr = (err or b"").decode("utf-8", "replace")
+        ran = await self._exec(sandbox, spec.command, None, {})
+        stdout = ran.stdout.decode("utf-8", "replace")
+        stderr = ran.stderr.decode("utf-8", "replace")
         answer = SessionExecuteResponse(
             cmd_id=uuid.uuid4().hex,
-            exit_code=code,
+            exit_code=ran.exit_code,
             output=stdout + stderr,
             stdout=stdout,
             stderr=stderr,
@@ -490,18 +482,18 @@ def _put(container: Any, path: str, data: bytes) -> str | None:
         info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
         tar.addfile(info, io.BytesIO(data))
     container.put_archive("/tmp", archive.getvalue())
-    code, output = container.exec_run(["sh", "-c", _WRITE, "sh", path, f"{staging}/data", staging])
-    return None if code == 0 else (output or b"").decode("utf-8", "replace").strip() or "failed"
+    ran = run(container, ["sh", "-c", _WRITE, "sh", path, f"{staging}/data", staging])
+    return None if ran.exit_code == 0 else ran.output.decode("utf-8", "replace").strip() or "failed"
 
 
 def _get(container: Any, path: str) -> tuple[bytes, tuple[int, str] | None]:
     """The bytes of regular file ``path`` in ``container``, or an error (status, code)."""
-    code, (out, _err) = container.exec_run(["sh", "-c", _READ, "sh", path], demux=True)
-    if code == 3:
+    ran = run(container, ["sh", "-c", _READ, "sh", path])
+    if ran.exit_code == 3:
         return b"", (404, "FILE_NOT_FOUND")
-    if code != 0:
-        return b"", (400, "NOT_A_REGULAR_FILE" if code == 4 else "READ_FAILED")
-    return out or b"", None
+    if ran.exit_code != 0:
+        return b"", (400, "NOT_A_REGULAR_FILE" if ran.exit_code == 4 else "READ_FAILED")
+    return ran.stdout, None
 
 
 # -- pytest fixtures ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ create gets 429 (``Retry-After: 1``).
 
 Standalone (for ``pytest example_suite --substrate=e2b`` by hand)::
 
-    python tests/support/e2b_server.py --port 3999      # prints the variables to export
+    PYTHONPATH=tests python -m support.e2b_server --port 3999  # prints the variables to export
 """
 
 from __future__ import annotations
@@ -65,8 +65,11 @@ from e2b.envd.filesystem import filesystem_connect
 from e2b.envd.process import process_connect, process_pb
 from protobuf import Oneof
 
+from pytest_rollout_tax.errors import SandboxError
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
 from pytest_rollout_tax.substrates.docker.archive import link_target, put_archive
+from support.docker_exec import STDERR, STDOUT, frames, run
+from support.docker_exec import exit_code as exited
 
 #: The envd version the stand-in claims; the SDK picks protocol features by it.
 ENVD_VERSION = "0.6.4"
@@ -89,6 +92,8 @@ FAULT_KEY = "e2b-standin/fault"
 CONTAINER_LABEL = "rollout-tax.e2b-standin"
 KEEPALIVE_HEADER = "keepalive-ping-interval"
 
+#: The process event each of the exec's streams becomes.
+_EVENT = {STDOUT: "stdout", STDERR: "stderr"}
 #: Runs in the container before the command: check the cwd, report the pid, exec the command.
 #: The first stderr line is the pid (or ``nocwd``); the exec'd process leads its own session,
 #: so ``kill -9 -PID`` ends the command and everything it spawned.
@@ -455,10 +460,10 @@ class StandInE2B:
             return sandbox
         path = posixpath.join(HOME, request.query.get("path", ""))
         if path.startswith(("/proc/", "/sys/")):  # the archive API cannot copy them
-            code, data = await asyncio.to_thread(sandbox.container.exec_run, ["cat", path])
-            if code != 0:
+            cat = await asyncio.to_thread(run, sandbox.container, ["cat", path])
+            if cat.exit_code != 0:
                 return _error(404, f"path '{path}' does not exist")
-            return web.Response(body=data, content_type="application/octet-stream")
+            return web.Response(body=cat.stdout, content_type="application/octet-stream")
         for _ in range(8):  # follow symbolic links, as envd's open() does
             try:
                 stream, stat = await asyncio.to_thread(sandbox.container.get_archive, path)
@@ -752,13 +757,15 @@ async def _spawn(
         head = b""
         exit_code: int | None = None
         try:
-            for out, err in api.exec_start(exec_id, stream=True, demux=True):
+            for kind, data in frames(api.exec_start(exec_id, socket=True)):
                 if pid is None:
-                    held += [out] if out else []
-                    head += err or b""
+                    if kind == STDOUT:
+                        held.append(data)
+                        continue
+                    head += data
                     if b"\n" not in head:
                         continue
-                    line, _, rest = head.partition(b"\n")
+                    line, _, data = head.partition(b"\n")
                     if line == b"nocwd":
                         error = ConnectError(Code.INVALID_ARGUMENT, f"cwd '{cwd}' does not exist")
                         on_loop(failed, error)
@@ -767,13 +774,10 @@ async def _spawn(
                     on_loop(running, pid)
                     for chunk in held:
                         on_loop(process.events.put_nowait, ("stdout", chunk))
-                    out, err = None, rest
-                if out:
-                    on_loop(process.events.put_nowait, ("stdout", out))
-                if err:
-                    on_loop(process.events.put_nowait, ("stderr", err))
-            exit_code = api.exec_inspect(exec_id)["ExitCode"]
-        except (docker.errors.APIError, OSError, ValueError):
+                if data:
+                    on_loop(process.events.put_nowait, (_EVENT[kind], data))
+            exit_code = exited(api, exec_id)
+        except (docker.errors.APIError, OSError, ValueError, SandboxError):
             pass  # the container went away under the command
         finally:
             gone = ConnectError(Code.UNAVAILABLE, f"The sandbox {sandbox.sandbox_id} was not found")

@@ -32,7 +32,7 @@ Modal's rate limit does; :meth:`StandInModal.expire` ends a sandbox's life.
 
 Standalone (for ``pytest example_suite --substrate=modal`` by hand)::
 
-    python tests/support/modal_server.py --port 4999      # prints the variables to export
+    PYTHONPATH=tests python -m support.modal_server --port 4999  # prints the variables to export
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ from typing import Any
 import docker
 import docker.errors
 import pytest
-from docker.utils.socket import frames_iter
 from grpclib import GRPCError
 from grpclib.const import Status
 from grpclib.server import Server
@@ -67,7 +66,9 @@ from modal_proto import task_command_router_pb2 as sr_pb2
 # Imported with the conftest, before pytester's in-process runs, which unload what they import:
 # a second copy of the SDK's modules would not recognise the first one's objects.
 import pytest_rollout_tax.substrates.modal  # noqa: F401
+from pytest_rollout_tax.errors import SandboxError
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
+from support.docker_exec import exit_code, frames
 
 #: The registry image the modal substrate asks for by default, and what it maps to here.
 DEFAULT_REGISTRY_IMAGE = "python:3.12-slim-bookworm"
@@ -380,15 +381,12 @@ class StandInModal:
         def pump() -> None:
             code = None
             try:
-                for fd, data in frames_iter(sock, tty=False):
-                    if fd in (1, 2) and data:
-                        loop.call_soon_threadsafe(relay, fd, data)
-                code = api.exec_inspect(exec_id)["ExitCode"]
-            except (docker.errors.APIError, OSError, ValueError):
+                for fd, data in frames(sock):
+                    loop.call_soon_threadsafe(relay, fd, data)
+                code = exit_code(api, exec_id)
+            except (docker.errors.APIError, OSError, ValueError, SandboxError):
                 pass  # the container went away under the command
             finally:
-                with contextlib.suppress(OSError):
-                    sock.close()
                 loop.call_soon_threadsafe(ended, code)
 
         threading.Thread(target=pump, name=f"modal-exec-{exec_id[:8]}", daemon=True).start()
