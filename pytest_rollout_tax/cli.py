@@ -1,4 +1,5 @@
-"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest.
+"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest;
+read a training run's logs (``train-log``, cli_train.py).
 
 Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
 (usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
@@ -7,7 +8,6 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -17,7 +17,7 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import flags
+from . import cli_train, flags
 from .core import prices
 from .core.files import check_report_path, write_json
 from .core.noise import ALPHA, MIN_SAMPLES
@@ -28,8 +28,6 @@ from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
 from .report import merge
 from .summary.terminal import render_summary
-from .summary.training import training_lines
-from .training import section as training
 
 PROG = "python -m pytest_rollout_tax"
 COUNT = flags.argparse_type(flags.count)
@@ -205,34 +203,7 @@ def build_parser() -> Parser:
     mrg.add_argument(
         "--force", action="store_true", help="merge different projection settings (the first's)"
     )
-    train = commands.add_parser(
-        "train-log",
-        parents=[storage],
-        help="a training run's trainer wait and environment share, and what another substrate "
-        "would change",
-        description="Read a training run's own logs (JSONL, W&B history CSV, TensorBoard "
-        "events, log lines; verl, SkyRL, slime/Miles, NeMo-RL, AReaL, prime-rl, ROLL, told by "
-        "the keys found): one record per step, the trainer's wait share, the environment's "
-        "share of trajectory time, straggler steps, idle GPU-hours; with a rollout-tax report, "
-        "the run's environment part re-projected onto each measured substrate. See "
-        "docs/training-logs.md.",
-        epilog=EPILOG,
-    )
-    train.add_argument("files", nargs="+", metavar="FILE", help="the log files of one run")
-    train.add_argument(
-        "--report", metavar="RUN",
-        help="the rollout-tax report to compare with: a saved run's NAME or a PATH (a "
-        "--rollout-json file); default: the newest saved run in --storage, if any",
-    )  # fmt: skip
-    flags.GPUS.add_argument(train)
-    flags.RAN_ON.add_argument(train)
-    flags.STEPS.add_argument(
-        train, help="tool calls per trajectory (default: the report's steps per rollout)"
-    )
-    train.add_argument(
-        "--json", nargs="?", const="-", metavar="PATH",
-        help="write the section as JSON to PATH (no PATH: to standard output, alone)",
-    )  # fmt: skip
+    cli_train.add_parser(commands, [storage], EPILOG)
     ray = commands.add_parser(
         "ray",
         help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
@@ -464,33 +435,6 @@ def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return ray.drive(args.address, args.shards, pytest_args, args.output, out)
 
 
-def run_train_log(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.json and args.json != "-":
-        flags.JSON.value(args.json, flags.JSON.cli)
-    asked = training.Asked(tuple(args.files), args.gpus, args.ran_on, args.steps)
-    log = asked.read()
-    storage = Storage.at(args.storage)
-    try:
-        run = storage.load(args.report)
-    except NoSavedRun as exc:
-        if args.report:
-            raise UsageError(f"--report: {exc}") from None
-        section = training.training(log, None, gpus=args.gpus, no_report=f"{exc} (--report)")
-    else:
-        section = asked.section(log, run.report, run.label)
-    if args.json == "-":
-        out.write(json.dumps(section.to_dict(), indent=2) + "\n")
-        return compare.EXIT_OK
-    for line in training_lines(section):
-        out.write(line + "\n")
-    if args.json:
-        try:
-            out.write(f"section written to {write_json(args.json, section.to_dict())}\n")
-        except OSError as exc:
-            raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
-    return compare.EXIT_OK
-
-
 def run_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     rows = prices.table(date.today())
     out.write(tabulate(rows, headers="keys", disable_numparse=True) + "\n")
@@ -522,7 +466,7 @@ COMMANDS = {
     "history": run_history,
     "merge": run_merge,
     "ray": run_ray,
-    "train-log": run_train_log,
+    "train-log": cli_train.run,
 }
 
 

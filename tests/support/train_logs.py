@@ -182,3 +182,44 @@ def write(directory: Path, stack: str, kind: str, steps: int = 10) -> list[Path]
     """``stack``'s log of ``steps`` steps as ``kind``, in ``directory``: its files (prime-rl's
     trainer and orchestrator write two; written as one here, as a W&B export of both)."""
     return WRITERS[kind](directory / NAMES[kind], stack, steps)
+
+
+def hand_checked_log(path: Path, steps: int = 10) -> Path:
+    """The what-if's run, figures to check by hand: each step 200 s, the trainer waiting on a
+    100 s generation; per trajectory 20 s in tools and 80 s generating (environment 20 %)."""
+    loop = "timing_s/agent_loop"
+    data = {
+        "timing_s/step": 200.0, "timing_s/gen": 100.0, "timing_s/update_actor": 90.0,
+        f"{loop}/tool_calls/mean": 20.0, f"{loop}/generate_sequences/mean": 80.0,
+        f"{loop}/slowest/tool_calls": 30.0, f"{loop}/slowest/generate_sequences": 90.0,
+    }  # fmt: skip
+    lines = [json.dumps({"step": i, "data": data}) for i in range(1, steps + 1)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def two_substrate_report():
+    """A report of two substrates at 10 steps per rollout, each a tax per trajectory of
+    ``cold + teardown + 10 x min(action, step)``: local 0.5 + 0.5 + 10 x 0.1 = 2 s,
+    docker-session 2 + 1 + 10 x 0.3 = 6 s."""
+    from pytest_rollout_tax.core.stats import Stats
+    from pytest_rollout_tax.report.document import Report, SubstrateEntry
+    from pytest_rollout_tax.report.projection import Scale
+
+    def entry(cold: float, teardown: float, action: float) -> SubstrateEntry:
+        return SubstrateEntry(
+            kind="local",
+            rollouts=4,
+            cold_start=Stats.of([cold] * 4),
+            teardown=Stats.of([teardown] * 4),
+            action=Stats.of([action] * 4),
+            step=Stats.of([1.0] * 4),
+        )
+
+    return Report(
+        projection=Scale(rollouts=1000, steps=10),
+        substrates={"local": entry(0.5, 0.5, 0.1), "docker-session": entry(2.0, 1.0, 0.3)},
+        ranking=[],
+        plugin_version="test",
+        machine={},
+    )
