@@ -29,15 +29,18 @@ class TrainLog:
 
 
 def kind_of(path: Path, text: str | None) -> str:
-    """``tensorboard``, ``jsonl``, ``csv`` or ``log``, from the name and the first line."""
+    """``tensorboard``, ``jsonl``, ``csv`` or ``log``: from the name, the first line, and
+    whether a metrics line of a log is anywhere in it."""
     if text is None:
         return "tensorboard"
     head = next((line.strip() for line in text.splitlines() if line.strip()), "")
     if head.startswith("{"):
         return "jsonl"
-    if path.suffix.lower() == ".csv" or ("," in head and not loglines.SLIME.search(head)):
+    if path.suffix.lower() == ".csv":
         return "csv"
-    return "log"
+    if loglines.SLIME.search(text) or loglines.VERL.search(text):
+        return "log"
+    return "csv" if "," in head else "log"
 
 
 def read_rows(path: Path) -> tuple[str, list[Row]]:

@@ -121,3 +121,39 @@ def test_a_stack_with_no_step_time_is_one_line(tmp_path: Path):
 def test_a_missing_file_is_one_line(tmp_path: Path):
     with pytest.raises(TrainLogError, match="cannot read"):
         load([tmp_path / "nope.jsonl"])
+
+
+def test_log_lines_as_ray_and_loggers_print_them(tmp_path: Path):
+    """Colour codes, Ray's actor prefixes and repeats, timestamps and logger names, numpy and
+    torch scalars, two roles printing one rollout's perf: each step read once."""
+    path = tmp_path / "train.log"
+    path.write_text(
+        "\x1b[36m(RolloutManager pid=1)\x1b[0m [2026-01-01 00:00:01 rollout_manager] "
+        "metrics.py:89 - perf 0: {'perf/rollout_time': 100.0, 'x': tensor(0.5, device='cuda')}\n"
+        "\x1b[36m(MegatronTrainRayActor pid=2)\x1b[0m \x1b[1;37mperf 0: {'perf/train_wait_time': "
+        "np.float64(90.0), 'perf/train_time': 10.0, 'perf/step_time': 100.0}\x1b[0m"
+        "\x1b[32m [repeated 7x across cluster]\x1b[0m\n"
+        "INFO:metrics:eval 0: {'perf/rollout_time': 2000.0}\n"
+        "step 0: {'train/loss': nan, 'train/grad_norm': 0.2}\n"
+        "INFO:metrics:perf 1: {'perf/train_wait_time': 5.0, 'perf/train_time': 10.0, "
+        "'perf/step_time': 15.0, 'perf/rollout_time': 4.0}\n"
+    )
+    log = load([path])
+    assert log.stack.name == "slime"
+    assert [(r.step, r.wall_s, r.generation_s, r.wait_s) for r in log.records] == [
+        (0, 100.0, 100.0, 90.0),
+        (1, 15.0, 4.0, 5.0),
+    ]
+
+
+def test_verl_console_lines_with_colour_and_three_decimals(tmp_path: Path):
+    path = tmp_path / "verl.log"
+    path.write_text(
+        "> (main_task pid=9) epoch 0, step 2\n"
+        "\x1b[36m(TaskRunner pid=9)\x1b[0m step:2 - actor/pg_loss:-0.109 - timing_s/gen:198.822"
+        " - timing_s/update_actor:74.060 - timing_s/step:310.398 - off_policy/min:np.int64(0)\n"
+    )
+    (record,) = load([path]).records
+    assert (record.step, record.wall_s, record.wait_s, record.compute_s) == (
+        2, 310.398, 198.822, 74.060,
+    )  # fmt: skip
