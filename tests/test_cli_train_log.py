@@ -103,3 +103,18 @@ def test_an_unknown_run_substrate_is_one_line(run: Path):
 def test_a_missing_report_is_one_line(run: Path):
     status, _, err = cli("train-log", str(run), "--report", "nope")
     assert status == 4 and "--report: no baseline 'nope'" in err
+
+
+def test_the_documented_output_is_what_it_prints(run: Path, tmp_path: Path):
+    """docs/training-logs.md's example, every line but the elided ones, is printed as shown."""
+    storage = tmp_path / ".rollout-tax"
+    storage.mkdir()
+    (tmp_path / "report.json").rename(storage / "main.json")
+    status, out, _ = cli("train-log", "run.jsonl", "--gpus", "8", "--ran-on", "local")
+    assert status == 0
+    page = (Path(__file__).parents[1] / "docs" / "training-logs.md").read_text()
+    block = page.split("## What it prints", 1)[1].split("```\n", 1)[1].split("```", 1)[0]
+    documented = [line for line in block.splitlines() if "..." not in line]
+    assert len(documented) == 7
+    for line in documented:
+        assert line in out.splitlines(), line

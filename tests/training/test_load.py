@@ -4,6 +4,7 @@ a file that is none of them is one line."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,10 @@ def test_verl_console_lines_with_colour_and_three_decimals(tmp_path: Path):
     assert (record.step, record.wall_s, record.wait_s, record.compute_s) == (
         2, 310.398, 198.822, 74.060,
     )  # fmt: skip
+
+
+def test_tensorboard_without_the_extra_is_one_line(tmp_path: Path, monkeypatch):
+    files = train_logs.write(tmp_path, "ROLL", "tensorboard")
+    monkeypatch.setitem(sys.modules, "tensorboard.backend.event_processing", None)
+    with pytest.raises(TrainLogError, match=r"needs the \[train\] extra"):
+        load(files)
