@@ -65,13 +65,18 @@ STACKS: tuple[Stack, ...] = (
         compute=("timing/policy_train",),
         wait=("timing/wait_for_generation_buffer", "timing/generate"),
     ),
-    Stack(
+    Stack(  # newer slime trees time the trainer under timing/ (its rollout stays perf/)
         "slime",
-        markers=("perf/train_wait_time", "perf/rollout_time", "perf/wait_time_ratio"),
-        step=("perf/step_time",),
+        markers=(
+            "perf/train_wait_time",
+            "perf/rollout_time",
+            "perf/wait_time_ratio",
+            "timing/train_wait_time",
+        ),
+        step=("perf/step_time", "timing/step_time"),
         generation=("perf/rollout_time",),
-        compute=("perf/train_time",),
-        wait=("perf/train_wait_time",),
+        compute=("perf/train_time", "timing/train_time"),
+        wait=("perf/train_wait_time", "timing/train_wait_time"),
     ),
     Stack(
         "NeMo-RL",
