@@ -21,7 +21,8 @@ def gpu_hours(value: float) -> str:
 def training_lines(section: Training) -> list[str]:
     log, run = section.log, section.figures
     files = ", ".join(f"{path} ({kind})" for path, kind in zip(log.paths, log.kinds, strict=True))
-    lines = [f"training log: {log.stack.name}, {run.steps} steps, from {files}"]
+    steps = f"{run.steps} step{'s' * (run.steps != 1)}"
+    lines = [f"training log: {log.stack.name}, {steps}, from {files}"]
     if run.wait_share_p50 is not None and run.wait_share_p90 is not None:
         lines.append(
             f"trainer wait: {pct(run.wait_share_p50)} of step time (median), "
