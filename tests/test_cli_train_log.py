@@ -118,3 +118,16 @@ def test_the_documented_output_is_what_it_prints(run: Path, tmp_path: Path):
     assert len(documented) == 7
     for line in documented:
         assert line in out.splitlines(), line
+
+
+def test_tool_calls_per_trajectory_override_the_reports_steps(run: Path):
+    # 100 tool calls: local 0.5 + 0.5 + 100 x 0.1 = 11 s, docker-session 2 + 1 + 30 = 33 s a
+    # trajectory; from docker-session, local takes 22 s off 20 s in tools: none left
+    status, out, _ = cli(
+        "train-log", str(run), "--report", "report.json", "--ran-on", "docker-session",
+        "--steps", "100",
+    )  # fmt: skip
+    assert status == 0
+    assert "100 tool calls per trajectory" in out
+    assert "on local it would be 0.0 % (-22.00 s per trajectory)" in out
+    assert "the trainer would wait 20.0 % less" in out  # 100 s -> 80 s a step
