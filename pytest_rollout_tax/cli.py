@@ -1,4 +1,5 @@
-"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest.
+"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest;
+read a training run's logs (``train-log``, cli_train.py).
 
 Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
 (usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
@@ -16,7 +17,7 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import flags
+from . import cli_train, flags
 from .core import prices
 from .core.files import check_report_path, write_json
 from .core.noise import ALPHA, MIN_SAMPLES
@@ -202,6 +203,7 @@ def build_parser() -> Parser:
     mrg.add_argument(
         "--force", action="store_true", help="merge different projection settings (the first's)"
     )
+    cli_train.add_parser(commands, [storage], EPILOG)
     ray = commands.add_parser(
         "ray",
         help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
@@ -464,6 +466,7 @@ COMMANDS = {
     "history": run_history,
     "merge": run_merge,
     "ray": run_ray,
+    "train-log": cli_train.run,
 }
 
 

@@ -90,6 +90,11 @@ class NotATrajectory(TrajectoryError):
     folder given to ``--rollout-replay`` it is skipped, named explicitly it is an error."""
 
 
+class TrainLogError(ConfigError):
+    """A training log that cannot be read (empty, corrupt, of another kind, or with no key of a
+    known stack); the message names the file and what was found in it."""
+
+
 class NotRegularFileError(RolloutTaxError, OSError):
     """A path that is not a regular file (a FIFO, a device, a socket, a directory) where one is
     needed: a report's file, or what ``read_file`` reads (refused before anything reads it, so

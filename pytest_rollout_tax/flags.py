@@ -221,3 +221,25 @@ FAIL = Flag(
     cli_stem="fail",
     named=True,
 )
+#: A training run's logs and how to read them (docs/training-logs.md).
+TRAIN_LOG = Flag(
+    "train-log",
+    "FILE",
+    "a training run's log (JSONL, W&B history CSV, TensorBoard events or log lines of verl, "
+    "SkyRL, slime, NeMo-RL, AReaL, prime-rl or ROLL; repeatable, the files of one run): its "
+    "trainer wait, environment share, stragglers and what each measured substrate would change",
+)
+GPUS = Flag(
+    "train-gpus",
+    "N",
+    "the training run's GPU count: its trainer's wait in idle GPU-hours",
+    parse=lambda text: count(text, MAX_WORKERS),
+    cli_stem="gpus",
+)
+RAN_ON = Flag(
+    "train-ran-on",
+    "SUBSTRATE",
+    "the measured substrate the training run's environment ran on (default: its tool time is "
+    "taken as free of sandbox tax)",
+    cli_stem="ran-on",
+)

@@ -10,6 +10,7 @@ from .. import flags
 from ..core.files import write_json
 from ..report.document import Report
 from . import OUTPUT_ERROR, add_option, option
+from .train_log import section_of
 
 FLAG = flags.JSON.plugin
 
@@ -34,7 +35,15 @@ def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: An
     if not path:
         return None
     try:
-        written = write_json(path, report.to_dict())
+        written = write_json(path, with_training(config, report))
     except OSError as exc:
         return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
     return [f"report written to {written}"]
+
+
+def with_training(config: pytest.Config, report: Report) -> dict[str, Any]:
+    """The report's JSON, with the ``training`` section when ``--rollout-train-log`` asked."""
+    document = report.to_dict()
+    if (section := section_of(config, report)) is not None:
+        document["training"] = section.to_dict()
+    return document
