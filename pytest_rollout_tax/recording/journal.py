@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.record import Rollout, steps_of
 from ..errors import UsageError
 
 SCHEMA = "rollout-tax-record/1"
 SUFFIX = ".jsonl"
 OPEN, BEGIN, END = "open", "begin", "end"
+#: A rollout's times, each seconds or null.
+TIMES = ("cold_start_s", "teardown_s", "trajectory_s")
 
 
 class Journal:
@@ -67,9 +70,15 @@ class Recorded:
     #: The ``open`` line of each journal, by file name.
     headers: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Rollouts begun and never ended (their process was killed or lost).
-    interrupted: int = 0
+    unfinished: int = 0
     #: Journals whose last line was cut short (their process died while writing it).
     cut_short: list[str] = field(default_factory=list)
+
+    @property
+    def interrupted(self) -> int:
+        """Rollouts that ended before their agent did: still open when their recorder
+        closed, or never ended (:attr:`unfinished`)."""
+        return sum(rollout["outcome"] == "interrupted" for rollout in self.rollouts)
 
     @property
     def header(self) -> dict[str, Any]:
@@ -101,10 +110,13 @@ def _read_one(path: Path, recorded: Recorded) -> None:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
-            if number == len(lines) and not line.endswith("\n"):
+            if number == 1:
+                entry = None  # refused below as no journal at all
+            elif number == len(lines) and not line.endswith("\n"):
                 recorded.cut_short.append(path.name)  # the writer died mid-line
                 break
-            raise UsageError(f"{path}:{number}: not a JSON line") from None
+            else:
+                raise UsageError(f"{path}:{number}: not a JSON line") from None
         if number == 1:
             _check_header(path, entry)
             recorded.headers[path.name] = entry
@@ -117,7 +129,7 @@ def _read_one(path: Path, recorded: Recorded) -> None:
             recorded.rollouts.append(record)
     for record in begun.values():
         recorded.rollouts.append(record | {"outcome": "interrupted"})
-        recorded.interrupted += 1
+        recorded.unfinished += 1
 
 
 def _check_header(path: Path, entry: Any) -> None:
@@ -128,11 +140,17 @@ def _check_header(path: Path, entry: Any) -> None:
 
 
 def _event(path: Path, number: int, entry: Any) -> tuple[str, dict[str, Any]]:
-    if (
-        not isinstance(entry, dict)
-        or entry.get("event") not in (BEGIN, END)
-        or not isinstance(entry.get("rollout"), dict)
-        or not {"substrate", "test", "round", "sandbox_id"} <= entry["rollout"].keys()
-    ):
-        raise UsageError(f"{path}:{number}: expected a begin or end line with its rollout")
-    return entry["event"], entry["rollout"]
+    """A begin or end line's event and its rollout, checked as the report reads it."""
+    where = f"{path}:{number}"
+    if not isinstance(entry, dict) or entry.get("event") not in (BEGIN, END):
+        raise UsageError(f"{where}: expected a begin or end line")
+    try:
+        rollout = Rollout.from_dict(entry["rollout"])
+        list(steps_of(entry["rollout"].get("steps")))
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise UsageError(f"{where}: not a rollout record ({type(exc).__name__}: {exc})") from None
+    for name in TIMES:
+        value = getattr(rollout, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise UsageError(f"{where}: {name}={value!r}: expected seconds or null")
+    return entry["event"], rollout.to_dict()

@@ -43,14 +43,19 @@ def report_of(
 
 
 def notes(recorded: Recorded) -> list[str]:
-    """What the summary of a record-mode directory adds: its journals, and the rollouts a
-    killed process left unfinished."""
+    """What the summary of a record-mode directory adds: its journals, the rollouts that did
+    not finish, and lines a dying process cut short."""
     journals = len(recorded.headers)
     lines = [f"recorded: {len(recorded.rollouts)} rollouts from {journals} journal(s)"]
     if recorded.interrupted:
         lines.append(
-            f"interrupted: {recorded.interrupted} rollout(s) begun and never ended (their "
-            "process was killed or lost); remove their sandboxes with pytest --rollout-reap"
+            f"interrupted: {recorded.interrupted} rollout(s) ended before their agent did"
+            + (
+                f", {recorded.unfinished} of them never ended (their process died: remove "
+                "their sandboxes with pytest --rollout-reap --substrate=NAME)"
+                if recorded.unfinished
+                else ""
+            )
         )
     if recorded.cut_short:
         lines.append(

@@ -161,7 +161,7 @@ class Recorder:
         if handed is not None:
             measure_think(rollout, handed - sandbox.started)
         if error is not None:
-            rollout.fail(error if isinstance(error, str) else reason_of(error, limit=None))
+            rollout.fail(failure_reason(error))
         rollout.outcome = outcome or ("failed" if rollout.error else "passed")
         self.journal.write(END, rollout.to_dict())
 
@@ -189,6 +189,17 @@ def measure_think(rollout: Rollout, handed_at: float) -> None:
             continue
         step.think_s = max(step.at_s - ready, 0.0)
         ready = step.at_s + step.wall_s
+
+
+def failure_reason(error: BaseException | str) -> str:
+    """Why a rollout failed: a reason given as text, our errors' one line, or the type of any
+    other exception (its message may hold what no report should: the plugin records a failed
+    test the same way)."""
+    if isinstance(error, str):
+        return error
+    if isinstance(error, RolloutTaxError):
+        return reason_of(error, limit=None)
+    return f"failed: {type(error).__name__}"
 
 
 def _substrate(name: str, options: dict[str, Any], session: str) -> Substrate:
