@@ -446,7 +446,6 @@ def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    outputs = [path for path in (args.json, args.output) if path]
     if args.json:
         flags.JSON.value(args.json, flags.JSON.cli)
     if args.output:
@@ -459,18 +458,19 @@ def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         scale = dataclasses.replace(scale, rank_by=args.rank_by)
     report, recorded = recording.report_of(args.directory, scale, plugin_version=__version__)
     lines = [*render_summary(report), *recording.notes(recorded)]
-    try:
-        if args.json:
-            lines.append(f"report written to {write_json(args.json, report.to_dict())}")
-        if args.output:
-            page = html_report.render(report, title=html_report.run_title(report, args.directory))
-            lines.append(f"HTML report written to {html_report.write(args.output, page)}")
-        if args.save:
-            lines.append(f"saved as {storage.save(args.save, for_saving(report))}")
-    except OSError as exc:
-        raise UsageError(f"{outputs[-1]}: cannot write: {exc.strerror or exc}") from None
-    for line in lines:
-        out.write(line + "\n")
+    title = html_report.run_title(report, args.directory)
+    outputs = [  # what was asked, how it is written, what the line calls it
+        (args.json, lambda: write_json(args.json, report.to_dict()), "report"),
+        (args.output, lambda: html_report.write(args.output, html_report.render(report, title=title)), "HTML report"),
+        (args.save, lambda: storage.save(args.save, for_saving(report)), "saved run"),
+    ]  # fmt: skip
+    for target, write, what in outputs:
+        if target:
+            try:
+                lines.append(f"{what} written to {write()}")
+            except OSError as exc:
+                raise UsageError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    out.write("".join(line + "\n" for line in lines))
     return compare.EXIT_OK
 
 
