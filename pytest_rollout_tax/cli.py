@@ -461,9 +461,13 @@ def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     title = html_report.run_title(report, args.directory)
     outputs = [  # what was asked, how it is written, what the line calls it
         (args.json, lambda: write_json(args.json, report.to_dict()), "report"),
-        (args.output, lambda: html_report.write(args.output, html_report.render(report, title=title)), "HTML report"),
+        (
+            args.output,
+            lambda: html_report.write(args.output, html_report.render(report, title=title)),
+            "HTML report",
+        ),
         (args.save, lambda: storage.save(args.save, for_saving(report)), "saved run"),
-    ]  # fmt: skip
+    ]
     for target, write, what in outputs:
         if target:
             try:
