@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.limits import LIMITS
-from ..core.record import Rollout, rollout_param
+from ..core.record import RATE_LIMITED, UNBOUND, Rollout, rollout_param
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
-from ..errors import RolloutTaxError, UsageError, reason_of
+from ..errors import RateLimited, RolloutTaxError, SandboxUnbound, UsageError, reason_of
 from ..report.machine import commit_info, machine_info
 from ..substrates.registry import Registry
 from ..substrates.selection import resolve, variant_tables
@@ -81,8 +81,7 @@ class Recorder:
         try:
             sandbox = self.substrate.start(rollout, timeout=self.timeout)
         except RolloutTaxError as exc:
-            rollout.outcome = "error"
-            rollout.fail(reason_of(exc, limit=None))
+            start_failed(rollout, exc)
             self.journal.write(END, rollout.to_dict())
             raise
         try:
@@ -189,6 +188,18 @@ def measure_think(rollout: Rollout, handed_at: float) -> None:
             continue
         step.think_s = max(step.at_s - ready, 0.0)
         ready = step.at_s + step.wall_s
+
+
+def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:
+    """Record why ``rollout``'s sandbox did not start, with the plugin's outcomes: a create
+    the provider's limiter refused is ``rate_limited`` (not a failure), a claim its controller
+    never bound ``unbound``, anything else ``error``."""
+    if isinstance(error, RateLimited):
+        rollout.outcome = RATE_LIMITED
+        rollout.error = rollout.redact(error.provider_message) or None
+        return
+    rollout.outcome = UNBOUND if isinstance(error, SandboxUnbound) else "error"
+    rollout.fail(reason_of(error, limit=None))
 
 
 def failure_reason(error: BaseException | str) -> str:

@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from pytest_rollout_tax import ConfigError, Recorder, RolloutTaxError, record
+from pytest_rollout_tax import ConfigError, Recorder, Rollout, RolloutTaxError, record
 from pytest_rollout_tax.core.record import steps_of
+from pytest_rollout_tax.errors import RateLimited, SandboxStartError, SandboxUnbound
 from pytest_rollout_tax.recording import read, report_of
+from pytest_rollout_tax.recording.recorder import start_failed
 
 #: A think time's allowance over the agent's own measure of it: the calls around a step.
 THINK_TOLERANCE_S = 0.005
@@ -158,3 +160,17 @@ def test_a_sandbox_that_never_starts_is_a_recorded_error(tmp_path, docker_client
         recorder.start("task")
     (rollout,) = read(tmp_path).rollouts
     assert rollout["outcome"] == "error" and "no-such-image" in rollout["error"]
+
+
+@pytest.mark.parametrize(
+    ("error", "outcome", "reason"),
+    [
+        (RateLimited("e2b: HTTP 429", "slow down"), "rate_limited", "slow down"),
+        (SandboxUnbound("k8s: claim never bound"), "unbound", "claim never bound"),
+        (SandboxStartError("docker: no image"), "error", "no image"),
+    ],
+)
+def test_a_start_that_fails_is_classified_as_the_plugin_does(error, outcome, reason):
+    rollout = Rollout(substrate="x")
+    start_failed(rollout, error)
+    assert rollout.outcome == outcome and reason in rollout.error
