@@ -26,6 +26,7 @@ from .errors import (
     TrajectoryError,
     UsageError,
 )
+from .recording import Recorder, record
 from .substrates.hookspecs import hookimpl
 from .substrates.registry import get_substrate
 
@@ -43,6 +44,7 @@ __all__ = [
     "NoSavedRun",
     "NotRegularFileError",
     "PlotsUnavailable",
+    "Recorder",
     "ReplayFailure",
     "Rollout",
     "RolloutTaxError",
@@ -60,4 +62,5 @@ __all__ = [
     "__version__",
     "get_substrate",
     "hookimpl",
+    "record",
 ]

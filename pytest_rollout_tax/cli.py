@@ -8,6 +8,7 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import cli_train, flags
+from . import __version__, cli_train, flags, recording
 from .core import prices
 from .core.files import check_report_path, write_json
 from .core.noise import ALPHA, MIN_SAMPLES
@@ -27,6 +28,8 @@ from .gate.sides import reproject
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
 from .report import merge
+from .report.build import for_saving
+from .report.projection import Scale
 from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
@@ -204,6 +207,23 @@ def build_parser() -> Parser:
         "--force", action="store_true", help="merge different projection settings (the first's)"
     )
     cli_train.add_parser(commands, [storage], EPILOG)
+    rec = commands.add_parser(
+        "summarize",
+        parents=[storage],
+        help="the report of a record-mode directory (pytest_rollout_tax.record)",
+        description="Build the report of the rollouts a live run recorded in DIR (every "
+        "journal in it: one per process), print its summary, and write its JSON, page or "
+        "saved run as asked; gate the saved run with compare --fail. Rollouts a killed "
+        "process began and never ended count as interrupted. See docs/record.md.",
+        epilog=EPILOG,
+    )
+    rec.add_argument("directory", metavar="DIR", help="the directory the recorders wrote")
+    flags.PROJECT.add_argument(rec)
+    flags.THINK_TIME.add_argument(rec, help="think time per step (default: measured live)")
+    flags.RANK_BY.add_argument(rec)
+    flags.JSON.add_argument(rec)
+    flags.HTML.add_argument(rec, help="write the report's HTML page to PATH")
+    rec.add_argument("--save", metavar="NAME", help="save the report as STORAGE/NAME.json")
     ray = commands.add_parser(
         "ray",
         help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
@@ -427,6 +447,39 @@ def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return compare.EXIT_OK
 
 
+def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.json:
+        flags.JSON.value(args.json, flags.JSON.cli)
+    if args.output:
+        flags.HTML.value(args.output, flags.HTML.cli)
+    storage = Storage.at(args.storage)
+    if args.save:
+        storage.check_writable(args.save)
+    scale = Scale.asked(args.project, args.think_time)
+    if args.rank_by:
+        scale = dataclasses.replace(scale, rank_by=args.rank_by)
+    report, recorded = recording.report_of(args.directory, scale, plugin_version=__version__)
+    lines = [*render_summary(report), *recording.notes(recorded)]
+    title = html_report.run_title(report, args.directory)
+    outputs = [  # what was asked, how it is written, what the line calls it
+        (args.json, lambda: write_json(args.json, report.to_dict()), "report"),
+        (
+            args.output,
+            lambda: html_report.write(args.output, html_report.render(report, title=title)),
+            "HTML report",
+        ),
+        (args.save, lambda: storage.save(args.save, for_saving(report)), "saved run"),
+    ]
+    for target, write, what in outputs:
+        if target:
+            try:
+                lines.append(f"{what} written to {write()}")
+            except OSError as exc:
+                raise UsageError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    out.write("".join(line + "\n" for line in lines))
+    return compare.EXIT_OK
+
+
 def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from .integrations import ray
 
@@ -465,6 +518,7 @@ COMMANDS = {
     "calibrate": run_calibrate,
     "history": run_history,
     "merge": run_merge,
+    "summarize": run_summarize,
     "ray": run_ray,
     "train-log": cli_train.run,
 }

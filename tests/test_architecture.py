@@ -11,8 +11,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rollout_tax"
 NAME = PACKAGE.name
 #: The wings, from the bottom up: each imports only those before it.
 WINGS = (
-    "core", "text", "substrates", "fleet", "replay", "report", "training", "gate", "summary",
-    "telemetry", "page", "integrations", "outputs", "plugin",
+    "core", "text", "substrates", "fleet", "replay", "report", "training", "recording", "gate",
+    "summary", "telemetry", "page", "integrations", "outputs", "plugin",
 )  # fmt: skip
 #: The only wings that may import pytest.
 PYTEST_WINGS = ("plugin", "integrations", "outputs")

@@ -17,6 +17,7 @@ PUBLIC = [
     "NoSavedRun",
     "NotRegularFileError",
     "PlotsUnavailable",
+    "Recorder",
     "ReplayFailure",
     "Rollout",
     "RolloutTaxError",
@@ -34,6 +35,7 @@ PUBLIC = [
     "__version__",
     "get_substrate",
     "hookimpl",
+    "record",
 ]
 
 

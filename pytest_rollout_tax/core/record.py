@@ -13,6 +13,8 @@ StepKind = Literal["exec", "write_file", "read_file"]
 
 #: A rollout whose sandbox request the service's controller never bound within its timeout.
 UNBOUND = "unbound"
+#: A rollout whose create the provider's rate limiter refused (not a failure).
+RATE_LIMITED = "rate_limited"
 #: Of the outcomes (passed, failed, error: the sandbox never became ready, unbound, skipped,
 #: and interrupted: the session was stopped while it ran), those that count as failures.
 FAILED_OUTCOMES = ("failed", "error", UNBOUND)

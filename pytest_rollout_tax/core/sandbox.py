@@ -94,6 +94,12 @@ class Sandbox:
     def workdir(self) -> str:
         return self.handle.workdir
 
+    @property
+    def started(self) -> float:
+        """When its create request was sent (``time.perf_counter``): steps' ``at_s`` count
+        from here."""
+        return self._started
+
     def path(self, path: str) -> str:
         """``path`` resolved against :attr:`workdir` (absolute paths are kept as they are)."""
         return contract.resolve_path(self.workdir, path)

@@ -5,6 +5,11 @@ a recorded step, so a mini-swe-agent run lands in the same summary as any worklo
     def test_my_agent(sandbox):
         agent = DefaultAgent(model, SandboxEnvironment(sandbox), **agent_config)
         agent.run("Fix the failing test")
+
+Outside pytest, a recorder's sandbox serves the same (docs/record.md):
+
+    with record("docker", out="runs/") as recorder, recorder.rollout("task") as sandbox:
+        DefaultAgent(model, SandboxEnvironment(sandbox), **agent_config).run("Fix it")
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from pydantic import BaseModel
 from ..core.sandbox import Sandbox
 from ..errors import StepTimeout
 from ..replay import harness_command
+from .versions import require
+
+SUPPORTED = ">=2.4,<3"
+VERSION = require("mini-swe-agent", SUPPORTED, "pytest_rollout_tax.integrations.mini_swe_agent")
 
 #: The first line of an output that ends the run, as mini-swe-agent's environments check it.
 SUBMIT_MARKER = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"

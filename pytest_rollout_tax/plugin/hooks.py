@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from .. import outputs
-from ..core.record import UNBOUND, Rollout
+from ..core.record import RATE_LIMITED, UNBOUND, Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
 from ..errors import CredentialsMissing, RateLimited, RolloutTaxError
@@ -46,8 +46,6 @@ from .settings import OPTIONS, Settings, add_options, dests, ini_defaults, ini_n
 from .signals import SigtermChain
 from .verdict import FinalLine
 
-#: The outcome of a rollout whose create the provider's rate limiter refused (not a failure).
-RATE_LIMITED = "rate_limited"
 REPORT_ATTRIBUTE = "rollout_tax"  # a teardown report's record; xdist ships it to the controller
 MARKER = (
     "trajectory(steps=None, rounds=1, timeout=None, substrates=None, prepare=None): a "

@@ -16,8 +16,9 @@ from ..core.price import SECONDS_PER_HOUR, Rate
 from .cost import Cost, project_cost
 
 #: Where a projection's think time comes from: ``--rollout-think-time``, the replayed
-#: trajectories' recorded think time, or nowhere (0).
-ThinkSource = Literal["option", "recorded", "none"]
+#: trajectories' recorded think time, the gaps between steps of a recorded live run (record
+#: mode), or nowhere (0).
+ThinkSource = Literal["option", "recorded", "live", "none"]
 #: Where a projection's steps per rollout come from: ``--rollout-project NxS``; not given, so
 #: the default 150 (``default``), or the replays' mean recorded length when every rollout
 #: replayed a trajectory (``replays``), or the default in a run that mixes replays with other
@@ -76,10 +77,12 @@ class Scale:
         return dataclasses.replace(self, steps=mean, steps_source="replays")
 
     def with_recorded_think(self, think_s: float | None) -> Scale:
-        """This scale with a recorded mean think time per step, unless an option set one."""
+        """This scale with a recorded mean think time per step, unless an option set one
+        (measured live in record mode, whose scale says so from the start)."""
         if self.think_time_source == "option" or think_s is None:
             return self
-        return dataclasses.replace(self, think_time_s=think_s, think_time_source="recorded")
+        source: ThinkSource = "live" if self.think_time_source == "live" else "recorded"
+        return dataclasses.replace(self, think_time_s=think_s, think_time_source=source)
 
 
 @dataclass(frozen=True)

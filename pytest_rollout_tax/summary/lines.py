@@ -147,6 +147,8 @@ def think_line(projection: Scale) -> str:
     source = projection.think_time_source
     if source == "recorded":
         return f"think time: {seconds(think)} per step, recorded in the replayed trajectories"
+    if source == "live":
+        return f"think time: {seconds(think)} per step, measured live between recorded steps"
     if source == "option" and think:
         return f"think time: {seconds(think)} per step, from --rollout-think-time"
     given = "0, from --rollout-think-time" if source == "option" else "none known"
@@ -168,9 +170,13 @@ def command_line(substrates: dict[str, SubstrateEntry]) -> str | None:
     return None
 
 
+#: How :func:`think_time` names think time that was not given by an option.
+THINK_ADJECTIVE = {"recorded": "recorded ", "live": "live "}
+
+
 def think_time(think: float, source: str) -> str:
     """``2s think time``, or ``2s recorded think time`` when the trajectories recorded it."""
-    return f"{seconds(think)} {'recorded ' if source == 'recorded' else ''}think time"
+    return f"{seconds(think)} {THINK_ADJECTIVE.get(source, '')}think time"
 
 
 def environment_lines(report: Report) -> list[str]:

@@ -98,3 +98,15 @@ def test_the_documented_agent_workload_passes(pytester, monkeypatch):
     monkeypatch.setenv("MSWEA_SILENT_STARTUP", "1")
     pytester.makepyfile(test_documented=section.split("```python\n", 1)[1].split("```", 1)[0])
     pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_an_unsupported_mini_swe_agent_is_one_line_naming_both_versions(monkeypatch):
+    from pytest_rollout_tax import ConfigError
+    from pytest_rollout_tax.integrations import mini_swe_agent, versions
+
+    monkeypatch.setattr(versions.metadata, "version", lambda name: "3.0.0")
+    with pytest.raises(ConfigError) as raised:
+        versions.require("mini-swe-agent", mini_swe_agent.SUPPORTED, "the mini adapter")
+    assert str(raised.value) == (
+        "the mini adapter supports mini-swe-agent>=2.4,<3; installed: mini-swe-agent 3.0.0"
+    )

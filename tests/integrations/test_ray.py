@@ -124,3 +124,33 @@ def test_bad_ray_arguments_are_usage_errors_before_any_cluster(argv, message):
     err = io.StringIO()
     assert main(["ray", *argv], err=err) == 4
     assert message in err.getvalue() and len(err.getvalue().splitlines()) == 1
+
+
+def test_rollouts_recorded_in_ray_tasks_land_in_one_report_each_once(ray_cluster, tmp_path):
+    """Record mode in Ray tasks: each task's process writes its own journal in one directory,
+    and the report of the directory has every rollout once."""
+    runs = tmp_path / "runs"
+
+    @ray.remote
+    def agent(task: str) -> list[str]:
+        from pytest_rollout_tax import record
+
+        with record("local", out=runs, probes=1) as recorder:
+            ids = []
+            for _ in range(2):
+                with recorder.rollout(task) as sandbox:
+                    sandbox.exec(["true"])
+                    ids.append(sandbox.id)
+        return ids
+
+    sandboxes = [i for ids in ray.get([agent.remote(f"task-{n}") for n in range(3)]) for i in ids]
+    status, out = main_output(["summarize", str(runs), "--json", str(tmp_path / "r.json")])
+    assert status == 0, out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert sorted(r["sandbox_id"] for r in report["rollouts"]) == sorted(sandboxes)
+    assert len(set(sandboxes)) == 6 and report["substrates"]["local"]["rollouts"] == 6
+
+
+def main_output(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    return main(argv, out, out), out.getvalue()
