@@ -50,7 +50,7 @@ ROW_FORMATS = (
 #: How many skipped files the summary names without -v.
 SKIPPED_NAMED = 10
 NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+#-]+")
 
 
 #: Where a file to collect comes from: named (``--rollout-replay FILE`` or the command

@@ -9,6 +9,8 @@ from .model import RecordedTrajectory
 
 #: How many repeated ids a note names.
 NAMED = 3
+#: A step's intervals, as a note names them.
+NAMES = {"think_s": "think time", "recorded_s": "command time"}
 
 
 def file_note(trajectories: list[RecordedTrajectory]) -> str | None:
@@ -21,14 +23,13 @@ def _clock(trajectories: list[RecordedTrajectory]) -> str | None:
     back = [step for trajectory in trajectories for step in trajectory.steps if step.clock_back]
     if not back:
         return None
-    think = sum("think_s" in step.clock_back for step in back)
-    command = sum("recorded_s" in step.clock_back for step in back)
+    counts = {name: sum(name in step.clock_back for step in back) for name in NAMES}
+    unknown = " and ".join(f"{count} {NAMES[name]}(s)" for name, count in counts.items() if count)
     seconds = sum(step.clock_back_s for step in back)
     return (
         f"{len(back)} step(s) stamped before the timestamp before them (the clock stepped "
-        f"back {seconds:.3g} s in all): {think} think time(s) and {command} command time(s) "
-        "unknown, counted as no time passing and left out of the think-time statistics and "
-        "the recorded command time"
+        f"back {seconds:.3g} s in all): {unknown} unknown, counted as no time passing and left "
+        "out of the think-time statistics and the recorded command time"
     )
 
 

@@ -33,7 +33,7 @@ from pytest_rollout_tax.report.projection import Scale, project
 
 EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
 #: Formats whose rows make one trajectory (steps, events).
-SINGLE = ("rollout-tax", "openhands-events")
+SINGLE = ("rollout-tax", "openhands-events", "openhands-clock-back", "openhands-v1-events")
 
 
 def report_of(pytester) -> Report:
