@@ -52,6 +52,13 @@ EXPECTED = (
 )
 
 
+#: Why a file of one OpenHands V1 event is no trajectory.
+ONE_EVENT = (
+    "one OpenHands V1 event, not a trajectory: a conversation's events/ folder saves one event "
+    "per file; join them in order into one JSONL file (one event per line) to replay it"
+)
+
+
 def stem(path: Path) -> str:
     """The name of ``path`` without its trajectory suffix: ``fix.traj.json`` -> ``fix``."""
     for suffix in (*SUFFIXES, ".jsonl", ".json"):
@@ -166,6 +173,8 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
     if rollout_tax.matches(found[0].value):
         steps = [rollout_tax.step(row.value, row.where) for row in found]
         return [RecordedTrajectory(str(path), "rollout-tax", stem(path), tuple(steps))]
+    if len(found) == 1 and openhands_v1.is_event(found[0].value):
+        raise not_a_trajectory(found[0].where, ONE_EVENT)
     for module in (openhands, openhands_v1):
         if module.is_event(found[0].value):  # an event list: one trajectory
             return [_event_list(module, path, found)]

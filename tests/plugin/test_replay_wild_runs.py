@@ -67,7 +67,7 @@ def test_a_folder_of_each_problem_replays_every_readable_file_with_one_line_each
         "attempts of one task, numbered in file order (calc__calc.1#1..#3)",
         "rollout-tax: note: runs/nebius.jsonl: 2 rows repeat 1 instance_id(s): *",
         "rollout-tax: note: runs/output.jsonl: 1 step(s) stamped before *; 2 rows repeat 1 "
-        "instance_id(s): * (calc__calc-1#1..#2)",
+        "instance_id(s): * (app__app-1#1..#2)",
         "rollout-tax: note: runs/v1-events.json: 1 step(s) stamped before *",
     ])  # fmt: skip
 

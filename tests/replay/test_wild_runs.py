@@ -23,7 +23,7 @@ from support.wild_runs import (
     V1_WALL_S,
 )
 
-from pytest_rollout_tax.replay import TrajectoryError, load
+from pytest_rollout_tax.replay import NotATrajectory, TrajectoryError, load
 from pytest_rollout_tax.replay.notes import file_note
 
 
@@ -121,3 +121,11 @@ def test_what_cannot_be_read_says_openhands_v1_events(tmp_path, change, where, p
     message = str(caught.value)
     assert message.startswith(f"{path}:1: {where}"), message
     assert problem in message and "OpenHands V1 events" in message and "\n" not in message
+
+
+def test_one_v1_event_per_file_is_no_trajectory_and_says_how_to_join_them(tmp_path):
+    """A V1 conversation's events/ folder holds one event per file: never N one-step runs."""
+    path = write_json(tmp_path / "events" / "event-00003-e03.json", V1_EVENTS[3])
+    with pytest.raises(NotATrajectory) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}:1: one OpenHands V1 event, not a trajectory")

@@ -294,19 +294,19 @@ def _eval_output(instance_id: str, attempt: int, history: list[dict]) -> dict:
 
 #: The V1 harness's output.jsonl: two attempts of one instance, then another instance.
 V1_OUTPUT = [
-    _eval_output("calc__calc-1", 1, V1_EVENTS),
-    _eval_output("calc__calc-1", 2, [
+    _eval_output("app__app-1", 1, V1_EVENTS),
+    _eval_output("app__app-1", 2, [
         V1_EVENTS[1],
         _call("f01", "02.000000", "terminal", _terminal("pytest"), "s1"),
         _ran("f02", "05.000000", "f01", "pytest", "1 failed", 1),
     ]),
-    _eval_output("calc__calc-2", 1, [
+    _eval_output("app__app-2", 1, [
         V1_EVENTS[1],
         _call("g01", "01.000000", "terminal", _terminal("true"), "t1"),
         _ran("g02", "01.500000", "g01", "true", "", 0),
     ]),
 ]  # fmt: skip
-V1_OUTPUT_IDS = ["calc__calc-1#1", "calc__calc-1#2", "calc__calc-2"]
+V1_OUTPUT_IDS = ["app__app-1#1", "app__app-1#2", "app__app-2"]
 
 #: The layouts above, by name: (file name, rows; one row is one document).
 RUN_FORMATS = {
