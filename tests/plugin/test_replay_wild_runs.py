@@ -51,11 +51,14 @@ def test_a_folder_of_each_problem_replays_every_readable_file_with_one_line_each
     result = pytester.runpytest("--rollout-replay", "runs", "--rollout-json=report.json")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=expected)
-    ids = {
-        r["replay"]["trajectory_id"]
-        for r in storage.load(pytester.path / "report.json").report.rollouts
-    }
-    assert {*SWE_SMITH_ATTEMPT_IDS, *NEBIUS_ATTEMPT_IDS, *V1_OUTPUT_IDS, "ntp", "v1-events"} <= ids
+    rollouts = storage.load(pytester.path / "report.json").report.rollouts
+    replayed = {r["replay"]["trajectory_id"]: r for r in rollouts}
+    names = {*SWE_SMITH_ATTEMPT_IDS, *NEBIUS_ATTEMPT_IDS, *V1_OUTPUT_IDS, "ntp", "v1-events"}
+    assert names <= set(replayed)
+    ntp = replayed["ntp"]
+    assert (ntp["replay"]["clock_back_steps"], ntp["replay"]["think_time"]) == (2, "partial")
+    assert ntp["steps"]["think_us"] == [3_000_000, 2_500_000, None]  # unknown, not 0
+    assert ntp["steps"]["recorded_us"] == [500_000, None, 1_000_000]
     result.stdout.fnmatch_lines_random([
         "rollout-tax: not replayed: */runs/bad.jsonl:2: expected a row like the first one; *",
         "rollout-tax: note: runs/ntp.traj.json: 2 step(s) stamped before the timestamp before "
