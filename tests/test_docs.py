@@ -171,3 +171,15 @@ def test_slug_matches_github():
         "gating---rollout-compare-fail-metricstatthreshold"
     )
     assert slug("A rollout, phase by phase") == "a-rollout-phase-by-phase"
+
+
+def test_every_plugin_option_is_in_the_readme_with_its_ini_twin():
+    """A switch a user cannot find does not exist for them (``--rollout-replay-strict``)."""
+    from pytest_rollout_tax.plugin.settings import OPTIONS
+
+    readme = README.read_text()
+    for flag, _, _, _, _ in OPTIONS:
+        ini = flag.removeprefix("--").replace("-", "_")
+        assert f"`{flag}" in readme, flag
+        if flag.startswith("--rollout-"):
+            assert f"`{ini}`" in readme, ini

@@ -227,6 +227,7 @@ class RolloutTaxPlugin:
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Stop on a bad marker with a usage error (an xdist worker's goes to the controller);
         else order the rollouts as ``--rollout-order`` asks."""
+        self.replay_collection.finish()
         if not self.marker_errors:
             if self.settings.order == "interleave":
                 items[:] = interleave(items, slot)

@@ -28,6 +28,7 @@ from ..replay import (
 )
 from ..replay.load import REPLAY_SUFFIXES
 from ..replay.model import think_known
+from ..replay.notes import file_note
 from ..replay.swe_agent import TOOL_BUNDLES
 from . import xdist
 
@@ -44,11 +45,12 @@ ROW_FORMATS = (
     "mini-swe-agent-text-rows",
     "openhands-text-rows",
     "openhands",
+    "openhands-v1",
 )
 #: How many skipped files the summary names without -v.
 SKIPPED_NAMED = 10
 NOTHING_TO_REPLAY = "no action recorded (the run ended before its first): nothing to replay"
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+#-]+")
 
 
 #: Where a file to collect comes from: named (``--rollout-replay FILE`` or the command
@@ -66,6 +68,8 @@ class ReplayCollection:
     def __init__(self, config: pytest.Config, settings: Settings, errors: list[str]) -> None:
         self.config = config
         self.mode = settings.replay_mode
+        #: ``--rollout-replay-strict``: a found file that cannot be read stops the run.
+        self.strict = settings.replay_strict
         self.globs = settings.replay_globs
         #: Bytes of output a step keeps: a recorded output over it cannot be replayed.
         self.output_cap = settings.output_cap
@@ -91,10 +95,23 @@ class ReplayCollection:
             self.errors.append(str(exc))
             trajectories = []  # collected, empty: pytest says ours, not "not found"
         except TrajectoryError as exc:
+            if origin == "found" and not self.strict:  # one bad file does not stop the rest
+                self.notes.unreadable.append(str(exc))
+                return None
             self.errors.append(str(exc))
             trajectories = []
         self.notes.add(trajectories)
+        self.notes.read += 1
+        note = file_note(trajectories)
+        if note is not None:
+            self.notes.files.append(f"{self._relative(path)}: {note}")
         return ReplayFile.from_parent(parent, path=path, mode=self.mode, trajectories=trajectories)
+
+    def finish(self) -> None:
+        """Once collection is done: when the files found could none of them be read, the
+        run stops with a usage error naming each one's problem."""
+        if self.notes.unreadable and not self.notes.read:
+            self.errors.extend(self.notes.unreadable)
 
     def _origin(self, path: Path) -> Origin | None:
         if not (self.files or self.directories or self.globs or _replayable(path)):
@@ -162,6 +179,11 @@ class Notes:
     size_unknown: Counter = field(default_factory=Counter)
     #: Steps that call a SWE-agent tool, by tool.
     harness_tools: Counter = field(default_factory=Counter)
+    #: Files found that could not be read (each error's one line), and how many were read.
+    unreadable: list[str] = field(default_factory=list)
+    read: int = 0
+    #: What reading a file left unknown or numbered, one line per file (replay/notes.py).
+    files: list[str] = field(default_factory=list)
 
     def add(self, trajectories: list[RecordedTrajectory]) -> None:
         for trajectory in trajectories:
@@ -182,6 +204,8 @@ class Notes:
             or self.think_unknown
             or self.size_unknown
             or self.harness_tools
+            or self.unreadable
+            or self.files
         )
 
     def to_dict(self) -> dict:
@@ -197,6 +221,9 @@ class Notes:
             think_unknown=Counter(data["think_unknown"]),
             size_unknown=Counter(data.get("size_unknown", {})),
             harness_tools=Counter(data["harness_tools"]),
+            unreadable=list(data.get("unreadable", [])),
+            read=data.get("read", 0),
+            files=list(data.get("files", [])),
         )
 
     def lines(self, mode: Mode, verbose: bool = False) -> list[str]:
@@ -210,6 +237,8 @@ class Notes:
                 f"rollout-tax: skipped {len(self.skipped)} file(s) in --rollout-replay folders "
                 f"that are not trajectories: {names}"
             )
+        lines.extend(f"rollout-tax: not replayed: {problem}" for problem in self.unreadable)
+        lines.extend(f"rollout-tax: note: {line}" for line in self.files)
         if self.zero_action:
             lines.append(
                 f"rollout-tax: note: {self.zero_action} trajectory(ies) recorded no action (the "

@@ -69,6 +69,9 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "shape: each recorded action is one step with its recorded output size and exit code "
      "(runs anywhere); exact: the recorded commands as they were, in your image "
      "(default shape)", "string", "shape"),
+    ("--rollout-replay-strict", {"action": "store_true", "default": None},
+     "stop the run when a trajectory file found in a --rollout-replay folder or by the glob "
+     "cannot be read (default: replay the others and name it in one line)", "bool", False),
     ("--rollout-burst", {"metavar": "N[,N...]"},
      "before the tests, start N sandboxes at once on each selected substrate, up to their "
      "first no-op exec, then tear them down; each level in turn, e.g. 1,4,16 (default: none)",
@@ -188,6 +191,8 @@ class Settings:
     replay_mode: Mode = "shape"
     #: ``--rollout-replay-glob`` patterns: more trajectory files, where pytest collects.
     replay_globs: tuple[str, ...] = ()
+    #: Stop on an unreadable trajectory file found in a folder (``--rollout-replay-strict``).
+    replay_strict: bool = False
     #: Fail on a new change point at the run just saved (``--rollout-history-fail``).
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
@@ -257,6 +262,7 @@ class Settings:
             replay_paths=replay_paths,
             replay_mode=replay_mode,
             replay_globs=tuple(option(config, "--rollout-replay-glob")),
+            replay_strict=bool(option(config, "--rollout-replay-strict")),
             history_fail=history_fail,
             order=order,
             shard=shard,

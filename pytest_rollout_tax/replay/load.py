@@ -7,14 +7,23 @@ line. The rows are our steps (one trajectory) or trajectories, each in any forma
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..core.limits import file_number
 from ..core.paths import regular_file
 from ..errors import NotRegularFileError
-from . import mini_swe_agent, openai_messages, openhands, rollout_tax, swe_agent, swe_agent_rows
+from . import (
+    mini_swe_agent,
+    openai_messages,
+    openhands,
+    openhands_v1,
+    rollout_tax,
+    swe_agent,
+    swe_agent_rows,
+)
 from .model import RecordedTrajectory, TrajectoryError, fail, not_a_trajectory
 
 #: Suffixes of the files taken from a directory given to ``--rollout-replay``.
@@ -29,14 +38,24 @@ WALL_SLACK_S = 1.0
 SUFFIXES = (".traj", ".traj.json")
 #: The formats a row may be in, in the order they are tried (SWE-agent 0.x rows before chat
 #: rows: both have role-tagged turns).
-DOCUMENTS = (mini_swe_agent, swe_agent, swe_agent_rows, openhands, openai_messages)
+DOCUMENTS = (mini_swe_agent, swe_agent, swe_agent_rows, openhands, openhands_v1, openai_messages)
 #: The fields that name a trajectory, in the order they are tried (``run_id`` goes with
 #: ``instance_id``: several runs of one instance are distinct trajectories).
 IDENTITY = ("trajectory_id", "traj_id", "run_id+instance_id", "instance_id")
+#: The field that names a task, not a run: rows that repeat it are attempts of the task.
+TASK = "instance_id"
 EXPECTED = (
     "expected a mini-swe-agent trajectory, a SWE-agent .traj or rows, chat rows with "
-    "'messages' or 'trajectory', OpenHands output (rows with a 'history' of events, or an "
-    "event list), or JSONL steps with 'cmd'"
+    "'messages' or 'trajectory', OpenHands output (rows with a 'history' of events with "
+    "'action'/'observation', or of OpenHands V1 events with 'kind'; or an event list), or "
+    "JSONL steps with 'cmd'"
+)
+
+
+#: Why a file of one OpenHands V1 event is no trajectory.
+ONE_EVENT = (
+    "one OpenHands V1 event, not a trajectory: a conversation's events/ folder saves one event "
+    "per file; join them in order into one JSONL file (one event per line) to replay it"
 )
 
 
@@ -75,9 +94,9 @@ def load(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[RecordedTrajec
 
 
 def check(trajectory: RecordedTrajectory, max_bytes: int = MAX_BYTES) -> None:
-    """Reject recorded figures no real run has: a corrupt time or size, a negative duration,
-    step times that add up to more than the trajectory's wall time, a NUL in a command; and
-    output sizes a step would cut."""
+    """Reject recorded figures no real run has: a corrupt time or size, step times that add
+    up to more than the trajectory's wall time, a NUL in a command; and output sizes a step
+    would cut. (A negative interval is no such figure: the readers leave it unknown.)"""
     total = 0.0
     for index, step in enumerate(trajectory.steps):
         where = f"{trajectory.source}: {trajectory.trajectory_id}: step {index + 1}"
@@ -85,8 +104,6 @@ def check(trajectory: RecordedTrajectory, max_bytes: int = MAX_BYTES) -> None:
             value = getattr(step, name)
             if value is None:
                 continue
-            if value < 0:
-                raise fail(where, f"{name}={value!r}: a negative duration")
             if value > MAX_SECONDS:
                 raise fail(where, f"{name}={value!r}: more than {MAX_SECONDS:.0e} seconds")
             total += value
@@ -156,13 +173,12 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
     if rollout_tax.matches(found[0].value):
         steps = [rollout_tax.step(row.value, row.where) for row in found]
         return [RecordedTrajectory(str(path), "rollout-tax", stem(path), tuple(steps))]
-    if openhands.is_event(found[0].value):  # an event list: one trajectory
-        for row in found:
-            if not openhands.is_event(row.value):
-                raise fail(row.where, "expected an OpenHands event like the first row")
-        events = [row.value for row in found]
-        return [openhands.parse_events(events, str(path), stem(path), str(path))]
-    trajectories, seen = [], {}
+    if len(found) == 1 and openhands_v1.is_event(found[0].value):
+        raise not_a_trajectory(found[0].where, ONE_EVENT)
+    for module in (openhands, openhands_v1):
+        if module.is_event(found[0].value):  # an event list: one trajectory
+            return [_event_list(module, path, found)]
+    named = []
     for row in found:
         module = next((m for m in DOCUMENTS if m.matches(row.value)), None)
         if module is None:
@@ -173,15 +189,32 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
         if trajectory_id is None:
             field = "position"
             trajectory_id = stem(path) if len(found) == 1 else f"{stem(path)}-{row.ordinal}"
+        named.append((row, module, field, trajectory_id))
+    tasks = Counter(name for _, _, field, name in named if field == TASK)
+    attempts: Counter = Counter()
+    trajectories, seen = [], {}
+    for row, module, field, trajectory_id in named:
+        attempt_of = trajectory_id if tasks[trajectory_id] > 1 and field == TASK else None
+        if attempt_of is not None:  # attempts of one task: a GRPO group, numbered in order
+            attempts[attempt_of] += 1
+            trajectory_id = f"{attempt_of}#{attempts[attempt_of]}"
         if trajectory_id in seen:
-            raise fail(
-                row.where,
-                f"{field} {trajectory_id!r} repeats {seen[trajectory_id]}"
-                + ("" if field != "instance_id" else "; add a run_id, traj_id or trajectory_id"),
-            )
+            raise fail(row.where, f"{field} {trajectory_id!r} repeats {seen[trajectory_id]}")
         seen[trajectory_id] = row.place
-        trajectories.append(module.parse(row.value, row.where, trajectory_id, str(path)))
+        trajectory = module.parse(row.value, row.where, trajectory_id, str(path))
+        if attempt_of is not None:
+            trajectory = replace(trajectory, attempt_of=attempt_of, attempt=attempts[attempt_of])
+        trajectories.append(trajectory)
     return trajectories
+
+
+def _event_list(module: Any, path: Path, found: list[Row]) -> RecordedTrajectory:
+    """A file whose rows are the events of one conversation (OpenHands, V0 or V1)."""
+    name = "an OpenHands V1 event" if module is openhands_v1 else "an OpenHands event"
+    for row in found:
+        if not module.is_event(row.value):
+            raise fail(row.where, f"expected {name} like the first row")
+    return module.parse_events([row.value for row in found], str(path), stem(path), str(path))
 
 
 def identity(row: Any) -> tuple[str, str | None]:

@@ -7,7 +7,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import Clock, RecordedStep, RecordedTrajectory, byte_length, exit_code, fail, number
+from .model import (
+    Clock,
+    Interval,
+    RecordedStep,
+    RecordedTrajectory,
+    byte_length,
+    exit_code,
+    fail,
+    interval,
+    number,
+    timed,
+)
 from .observation_template import Parse, compile_template
 
 #: Where a 1.x recording keeps the template its observations were written with.
@@ -41,7 +52,7 @@ def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTr
         if not isinstance(message, dict):
             raise fail(f"{where}: messages[{index}]", "expected an object")
     structured = any(_actions(m) is not None for m in messages if m.get("role") == "assistant")
-    clock = Clock(where)
+    clock = Clock()
     info = data.get("info")
     config = info.get("config") if isinstance(info, dict) else None
     if structured:
@@ -68,12 +79,12 @@ def _actions(message: dict) -> list | None:
     return actions if isinstance(actions, list) else None
 
 
-def _stamp(message: dict, index: int) -> tuple[float | None, str]:
+def _stamp(message: dict) -> float | None:
     """A v2 message's time: ``extra.timestamp``, else the top-level ``timestamp``."""
     extra = message.get("extra")
     if isinstance(extra, dict) and number(extra.get("timestamp")) is not None:
-        return number(extra["timestamp"]), f"messages[{index}].extra.timestamp"
-    return number(message.get("timestamp")), f"messages[{index}].timestamp"
+        return number(extra["timestamp"])
+    return number(message.get("timestamp"))
 
 
 def _structured(messages: list[dict], where: str, clock: Clock) -> list[RecordedStep]:
@@ -81,18 +92,15 @@ def _structured(messages: list[dict], where: str, clock: Clock) -> list[Recorded
     carry ``extra.raw_output``, ``extra.returncode`` and ``extra.timestamp``."""
     steps: list[RecordedStep] = []
     for index, message in enumerate(messages):
-        stamp, field = _stamp(message, index)
+        stamp = _stamp(message)
         actions = _actions(message) if message.get("role") == "assistant" else None
+        think = clock.advance(stamp)
         if not actions:
-            clock.advance(stamp, len(steps) or 1, field)
             continue
-        think = clock.advance(stamp, len(steps) + 1, field)
-        stamp = clock.last if stamp is not None else None  # a clock stepped back: the last
         observations = _observations(messages, index + 1)
-        ran = None
-        seen_at = _stamp(observations[0], index)[0] if observations else None
-        if stamp is not None and seen_at is not None:
-            ran = (seen_at - stamp) / len(actions)  # < 0 is refused when the clock reaches it
+        seen_at = _stamp(observations[0]) if observations else None
+        ran = _share(interval(stamp, seen_at), len(actions))
+        later = Interval() if think == Interval() else Interval(0.0)  # the first has it
         for position, action in enumerate(actions):
             command = action.get("command") if isinstance(action, dict) else None
             if not isinstance(command, str):
@@ -105,13 +113,19 @@ def _structured(messages: list[dict], where: str, clock: Clock) -> list[Recorded
             steps.append(
                 RecordedStep(
                     command=command,
-                    think_s=(think if position == 0 else 0.0) if think is not None else None,
-                    recorded_s=ran,
                     exit_code=exit_code(extra.get("returncode")),
                     output_bytes=byte_length(extra.get("raw_output")) if seen else None,
+                    **timed(think if position == 0 else later, ran),
                 )
             )
     return steps
+
+
+def _share(ran: Interval, actions: int) -> Interval:
+    """Each action's part of the time the actions of one message ran together (mini-swe-agent
+    stamps their observations after all of them ran)."""
+    seconds = None if ran.seconds is None else ran.seconds / actions
+    return Interval(seconds, ran.back_s / actions)
 
 
 def _observations(messages: list[dict], start: int) -> list[dict]:
@@ -152,13 +166,11 @@ def _text(messages: list[dict], clock: Clock, template: Parse | None) -> list[Re
     stamped = any(number(m.get("timestamp")) is not None for m in messages)
     steps: list[RecordedStep] = []
     for index, message in enumerate(messages):
-        stamp, field = _text_stamp(message, index, stamped)
+        stamp = _text_stamp(message, stamped)
+        think = clock.advance(stamp)
         if message.get("role") != "assistant":
-            clock.advance(stamp, len(steps) or 1, field)
             continue
         blocks = BASH_BLOCK.findall(_content(message))
-        think = clock.advance(stamp, len(steps) + 1, field)
-        stamp = clock.last if stamp is not None else None
         if len(blocks) != 1:  # the agent rejected it as a format error: nothing ran
             continue
         reply = next((m for m in messages[index + 1 :] if m.get("role") in ("user", "tool")), None)
@@ -167,10 +179,9 @@ def _text(messages: list[dict], clock: Clock, template: Parse | None) -> list[Re
         steps.append(
             RecordedStep(
                 command=blocks[0].strip(),
-                think_s=think,
-                recorded_s=seen_at - stamp if seen_at is not None and stamp is not None else None,
                 exit_code=code,
                 output_bytes=size,
+                **timed(think, interval(stamp, seen_at)),
             )
         )
     return steps
@@ -183,13 +194,14 @@ def _read(text: str, template: Parse | None) -> tuple[int | None, int | None]:
     return found if found is not None else observation(text)
 
 
-def _text_stamp(message: dict, index: int, stamped: bool) -> tuple[float | None, str]:
+def _text_stamp(message: dict, stamped: bool) -> float | None:
+    """A text message's time: its ``timestamp`` (1.17+), else ``extra.response.created``."""
     if stamped:
-        return number(message.get("timestamp")), f"messages[{index}].timestamp"
+        return number(message.get("timestamp"))
     extra = message.get("extra")
     response = extra.get("response") if isinstance(extra, dict) else None
     created = response.get("created") if isinstance(response, dict) else None
-    return number(created), f"messages[{index}].extra.response.created"
+    return number(created)
 
 
 def observation(text: str) -> tuple[int | None, int | None]:

@@ -18,6 +18,7 @@ Format = Literal[
     "swe-smith",
     "openhands",
     "openhands-text-rows",
+    "openhands-v1",
     "rollout-tax",
 ]
 #: Where each format's times come from: (think time, command time), the field a reader takes
@@ -31,6 +32,7 @@ TIMES: dict[str, tuple[str, str]] = {
     "swe-smith": ("unknown", "unknown"),
     "openhands": ("timestamp", "timestamp"),
     "openhands-text-rows": ("unknown", "unknown"),
+    "openhands-v1": ("timestamp", "timestamp"),
     "rollout-tax": ("think_s", "recorded_s"),
 }
 #: The editor commands emulated with the sandbox's file API.
@@ -67,6 +69,10 @@ class RecordedStep:
     tool: str | None = None
     #: The tool call's id in the recording, where it has one.
     call_id: str | None = None
+    #: The intervals (``think_s``, ``recorded_s``) left unknown because the recording's clock
+    #: stepped back across them, and by how many seconds in all (see :class:`Clock`).
+    clock_back: tuple[str, ...] = ()
+    clock_back_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ class RecordedTrajectory:
     timeout_field: str | None = None
     #: Seconds from the recording's first timestamp to its last (None: it has no timestamps).
     wall_s: float | None = None
+    #: The id the file gives several rows (attempts of one task), and this row's number among
+    #: them, from 1 in file order; ``trajectory_id`` is then ``ID#N``. None: its id is its own.
+    attempt_of: str | None = None
+    attempt: int | None = None
 
 
 def fail(where: str, problem: str) -> TrajectoryError:
@@ -103,43 +113,56 @@ def think_known(trajectory: RecordedTrajectory) -> str:
     return "partial" if any(known) else "unknown"
 
 
-#: How far a timestamp may fall behind the one before it: a wall clock stepped back (NTP) by
-#: less is taken as no time passing; by more, the recording is corrupt.
-CLOCK_SLACK_S = 1.0
+@dataclass(frozen=True)
+class Interval:
+    """Seconds between two timestamps of a recording: ``seconds`` is None when either is
+    unknown, or when the later one is stamped before the earlier (the host's wall clock was
+    stepped back, as NTP does): no time is taken to have passed, and ``back_s`` says by how
+    much the clock went back."""
+
+    seconds: float | None = None
+    back_s: float = 0.0
+
+
+def interval(start: float | None, end: float | None) -> Interval:
+    """The interval from ``start`` to ``end``."""
+    if start is None or end is None:
+        return Interval()
+    if end < start:
+        return Interval(None, start - end)
+    return Interval(end - start)
+
+
+def timed(think: Interval, command: Interval) -> dict:
+    """A step's time fields: ``think_s``, ``recorded_s`` and which of them the clock stepping
+    back left unknown."""
+    back = tuple(name for name, span in (("think_s", think), ("recorded_s", command))
+                 if span.back_s > 0)  # fmt: skip
+    return {
+        "think_s": think.seconds,
+        "recorded_s": command.seconds,
+        "clock_back": back,
+        "clock_back_s": think.back_s + command.back_s,
+    }
 
 
 class Clock:
-    """A recording's timestamps in order: each must be at or after the one before (a run's
-    clock does not go backwards, but for CLOCK_SLACK_S), else the step is refused in one
-    line."""
+    """A recording's timestamps in order. One before the one before it (a wall clock stepped
+    back) ends an unknown interval, and the clock reads on from it: its wall time counts the
+    time that passed between the timestamps, a step back as none."""
 
-    def __init__(self, where: str) -> None:
-        self.where = where
-        self.first: float | None = None
+    def __init__(self) -> None:
         self.last: float | None = None
+        self.wall_s: float | None = None
 
-    def advance(self, stamp: float | None, step: int, field: str) -> float | None:
-        """Take ``stamp`` (``field`` of the message before step ``step``); the seconds since the
-        previous timestamp, or None when either is unknown."""
+    def advance(self, stamp: float | None) -> Interval:
+        """Take ``stamp``; the interval since the timestamp before it."""
         if stamp is None:
-            return None
-        since = None if self.last is None else stamp - self.last
-        if since is not None and since < -CLOCK_SLACK_S:
-            raise fail(
-                f"{self.where}: step {step}",
-                f"{field}={stamp!r} is {-since:g} s before the timestamp before it "
-                f"({self.last!r}): timestamps go backwards",
-            )
-        if self.first is None:
-            self.first = stamp
-        if since is not None and since < 0:  # the wall clock was stepped back a little
-            return 0.0
+            return Interval()
+        since = interval(self.last, stamp)
         self.last = stamp
+        self.wall_s = (self.wall_s or 0.0) + (since.seconds or 0.0)
         return since
-
-    @property
-    def wall_s(self) -> float | None:
-        return None if self.first is None else self.last - self.first
 
 
 def byte_length(text: object) -> int:

@@ -10,7 +10,17 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from .model import Clock, FileEdit, RecordedStep, RecordedTrajectory, byte_length, exit_code, fail
+from .model import (
+    Clock,
+    FileEdit,
+    RecordedStep,
+    RecordedTrajectory,
+    byte_length,
+    exit_code,
+    fail,
+    interval,
+    timed,
+)
 from .openai_messages import edit_of
 
 #: Actions that run in the sandbox: ``run`` (CmdRunAction), the file actions, and the ones
@@ -57,35 +67,29 @@ def parse_events(
     """The actions of an event list, each with its observation (by ``cause``, else the next
     one): think time is the action's timestamp minus the one before it, command time the
     observation's minus the action's. ``field`` names the list in errors (``history``)."""
-    clock = Clock(where)
+    clock = Clock()
     steps = []
-    stamps = [_stamp(e.get("timestamp"), f"{where}: {field}[{i}].timestamp")
+    stamps = [stamp(e.get("timestamp"), f"{where}: {field}[{i}].timestamp")
               for i, e in enumerate(events)]  # fmt: skip
     for index, event in enumerate(events):
-        stamp, name = stamps[index], event.get("action")
+        name = event.get("action")
+        think = clock.advance(stamps[index])
         if not _is_step(event):
-            clock.advance(stamp, len(steps) or 1, f"{field}[{index}].timestamp")
             continue
-        think = clock.advance(stamp, len(steps) + 1, f"{field}[{index}].timestamp")
         at = _observation(events, index)
         seen = events[at] if at is not None else None
-        seen_at = stamps[at] if at is not None else None
-        ran = seen_at - stamp if seen_at is not None and stamp is not None else None
+        times = timed(think, interval(stamps[index], stamps[at] if at is not None else None))
         size = byte_length(seen.get("content")) if seen else None
         args = _args(event)
         if name == COMMAND and _command(args) is not None:
             steps.append(
                 RecordedStep(
-                    command=_command(args),
-                    think_s=think,
-                    recorded_s=ran,
-                    exit_code=_exit_code(seen),
-                    output_bytes=size,
+                    command=_command(args), exit_code=_exit_code(seen), output_bytes=size, **times
                 )
             )
         else:
             edit = _file_edit(name, args, event) if name in FILES else None
-            steps.append(RecordedStep(edit=edit, think_s=think, recorded_s=ran, output_bytes=size))
+            steps.append(RecordedStep(edit=edit, output_bytes=size, **times))
     return RecordedTrajectory(source, "openhands", trajectory_id, tuple(steps), wall_s=clock.wall_s)
 
 
@@ -123,7 +127,7 @@ def _observation(events: list[dict], index: int) -> int | None:
     return None
 
 
-def _stamp(value: Any, where: str) -> float | None:
+def stamp(value: Any, where: str) -> float | None:
     """An ISO timestamp in seconds (a time without a zone is taken as UTC: only differences
     count)."""
     if value is None:

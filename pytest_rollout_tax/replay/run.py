@@ -67,6 +67,9 @@ class ReplayInfo:
     #: Whether the recording has each step's think time: ``recorded``, ``partial`` or
     #: ``unknown`` (the format records none: unknown, not 0).
     think_time: str = "unknown"
+    #: Steps whose think or command time is unknown because the recording's clock stepped
+    #: back across it (left out of the think-time statistics, not 0).
+    clock_back_steps: int = 0
 
     @classmethod
     def of(cls, trajectory: RecordedTrajectory, mode: Mode) -> ReplayInfo:
@@ -81,6 +84,7 @@ class ReplayInfo:
             divergent_steps=0 if exact else None,
             divergence=dict.fromkeys(DIVERGENCES, 0) if exact else None,
             think_time=think_known(trajectory),
+            clock_back_steps=sum(bool(step.clock_back) for step in trajectory.steps),
         )
 
     def diverged(self, kinds: list[str]) -> None:

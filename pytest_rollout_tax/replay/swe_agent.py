@@ -1,12 +1,23 @@
 """SWE-agent ``.traj`` files: ``trajectory[]`` of ``{action, observation, execution_time}``.
-They hold no timestamps, so think time is unknown, and no exit codes. Many actions call
-SWE-agent's own tools (``open``, ``edit``, ``find_file``...), installed by its tool bundles."""
+They hold no timestamps, so think time is unknown, and no exit codes; a negative
+``execution_time`` is an unknown interval, as a clock stepped back is in every reader. Many
+actions call SWE-agent's own tools (``open``, ``edit``, ``find_file``...), installed by its
+tool bundles."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .model import RecordedStep, RecordedTrajectory, byte_length, fail, number
+from .model import (
+    Interval,
+    RecordedStep,
+    RecordedTrajectory,
+    byte_length,
+    fail,
+    interval,
+    number,
+    timed,
+)
 
 #: SWE-agent's tools, each with the bundle (a folder of SWE-agent's ``tools/``) that installs
 #: it in the environment; without it the command does not exist (exit 127).
@@ -54,15 +65,10 @@ def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTr
         if not action.strip():
             continue
         ran = number(step.get("execution_time"))
-        if ran is not None and ran < 0:
-            raise fail(
-                f"{where}: step {len(steps) + 1} (trajectory[{index}])",
-                f"execution_time={step['execution_time']!r}: a negative duration",
-            )
         steps.append(
             RecordedStep(
                 command=action.strip(),
-                recorded_s=ran,
+                **timed(Interval(), interval(0.0, ran)),
                 output_bytes=byte_length(step.get("observation")),
                 tool=tool_of(action),
             )

@@ -33,7 +33,7 @@ from pytest_rollout_tax.report.projection import Scale, project
 
 EXAMPLE_TRAJECTORIES = ROOT / "example_trajectories"
 #: Formats whose rows make one trajectory (steps, events).
-SINGLE = ("rollout-tax", "openhands-events")
+SINGLE = ("rollout-tax", "openhands-events", "openhands-clock-back", "openhands-v1-events")
 
 
 def report_of(pytester) -> Report:
@@ -148,7 +148,7 @@ def test_shape_mode_reproduces_every_recorded_size_and_exit_code(
     assert mini["replay"] == {
         "source": str(trajectories["mini"]), "format": "mini-swe-agent", "mode": "shape",
         "trajectory_id": "fix", "recorded_steps": 3, "divergent_steps": None,
-        "divergence": None, "think_time": "recorded",
+        "divergence": None, "think_time": "recorded", "clock_back_steps": 0,
     }  # fmt: skip
     assert mini["planned_steps"] == 3
     for name, values in MINI_STEPS.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .wild_runs import RUN_FORMATS
 from .wild_trajectories import WILD_FORMATS
 
 
@@ -328,6 +329,7 @@ FORMATS = {
     "swe-smith": ("smith.jsonl", SWE_SMITH_ROWS),
     "rollout-tax": ("steps.jsonl", ROLLOUT_TAX_LINES),
     **WILD_FORMATS,
+    **RUN_FORMATS,
 }
 #: How a file may lay its rows out: one indented JSON value, the same on one line, a JSON
 #: array (even of one document), JSONL.
