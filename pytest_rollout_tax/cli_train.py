@@ -13,8 +13,8 @@ from .core.files import write_json
 from .errors import UsageError
 from .gate.compare import EXIT_OK
 from .gate.storage import NoSavedRun, Storage
-from .summary.training import training_lines
-from .training import section as training
+from .summary.train_log import training_lines
+from .train_logs import section as training
 
 
 def add_parser(commands: Any, parents: list[argparse.ArgumentParser], epilog: str) -> None:

@@ -11,7 +11,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_rollout_tax"
 NAME = PACKAGE.name
 #: The wings, from the bottom up: each imports only those before it.
 WINGS = (
-    "core", "text", "substrates", "fleet", "replay", "report", "training", "recording", "gate",
+    "core", "text", "substrates", "fleet", "replay", "report", "train_logs", "recording", "gate",
     "summary", "telemetry", "page", "integrations", "outputs", "plugin",
 )  # fmt: skip
 #: The only wings that may import pytest.

@@ -10,7 +10,7 @@ import pytest
 from .. import flags
 from ..page import html
 from ..report.document import Report
-from ..summary.training import training_lines
+from ..summary.train_log import training_lines
 from . import GATE, OUTPUT_ERROR, SAVED, add_option, option
 from .train_log import section_of
 
@@ -48,7 +48,7 @@ def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: An
             verdict=verdict if gate is not None and gate.compare is not None else None,
             title=html.run_title(report, name),
             summary=summary,
-            training=training_lines(section) if (section := section_of(config, report)) else (),
+            train_log=training_lines(section) if (section := section_of(config, report)) else (),
         )
         written = html.write(path, page)
     except OSError as exc:

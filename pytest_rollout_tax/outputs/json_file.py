@@ -42,8 +42,8 @@ def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: An
 
 
 def with_training(config: pytest.Config, report: Report) -> dict[str, Any]:
-    """The report's JSON, with the ``training`` section when ``--rollout-train-log`` asked."""
+    """The report's JSON, with the ``train_log`` section when ``--rollout-train-log`` asked."""
     document = report.to_dict()
     if (section := section_of(config, report)) is not None:
-        document["training"] = section.to_dict()
+        document["train_log"] = section.to_dict()
     return document

@@ -1,6 +1,6 @@
 """``--rollout-train-log``: a training run's own logs beside the session's figures: its
 trainer wait, environment share and stragglers, and what each substrate this session measured
-would change (training/, docs/training-logs.md); the JSON report's ``training`` key and the
+would change (train_logs/, docs/training-logs.md); the JSON report's ``train_log`` key and the
 page's section carry the same."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from .. import flags
 from ..errors import TrainLogError
 from ..report.document import Report
-from ..summary.training import training_lines
-from ..training.section import Asked, Training
+from ..summary.train_log import training_lines
+from ..train_logs.section import Asked, Training
 from . import OUTPUT_ERROR, add_option, is_controller, option
 
 FLAG = flags.TRAIN_LOG.plugin

@@ -49,12 +49,12 @@ def render(
     verdict: Verdict | None = None,
     title: str = "Rollout tax",
     summary: Summary | None = None,
-    training: Sequence[str] = (),
+    train_log: Sequence[str] = (),
 ) -> str:
     """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
     worker-hours overlaid, and ``verdict`` (the comparison's) shown first. The page lays out
-    the sections of ``summary`` (None: the report's), as the terminal does; ``training``, a
-    training run's lines (``summary/training.py``), is a section of its own."""
+    the sections of ``summary`` (None: the report's), as the terminal does; ``train_log``, a
+    training run's lines (``summary/train_log.py``), is a section of its own."""
     substrates = report.substrates
     summary = summary or summarize(report)
     ranked = [name for name, _ in summary.rows]
@@ -77,7 +77,7 @@ def render(
         ("worker-hours", "Worker-hours", _worker_hours(report, baseline, ranked)),
         ("fleet", "Bursts, warm pools and the fleet", _fleet(in_order)),
         ("failures", "Failures", _failures(in_order)),
-        ("training", "Your training run", notes(training)),
+        ("train-log", "Your training run", notes(train_log)),
     ]
     if verdict is not None:
         caveats = comparison_notes(baseline, report) if baseline else []

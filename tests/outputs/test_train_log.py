@@ -26,12 +26,12 @@ def test_the_section_is_in_the_summary_the_json_and_the_page(pytester: pytest.Py
     assert "idle GPU-hours: 2.2 over this run on 8 GPUs" in out
     found = re.search(r"on local it would be (\d+\.\d) %", out)
     assert found and float(found[1]) > 20.0  # a measured tax on top of a tax-free run
-    training = json.loads((pytester.path / "r.json").read_text())["training"]
+    training = json.loads((pytester.path / "r.json").read_text())["train_log"]
     assert training["stack"] == "verl"
     assert training["what_if"]["report"] == "this session"
     assert [s["substrate"] for s in training["what_if"]["substrates"]] == ["local"]
     page = (pytester.path / "p.html").read_text()
-    assert '<section id="training">' in page and "on local it would be" in page
+    assert '<section id="train-log">' in page and "on local it would be" in page
 
 
 def test_without_the_option_nothing_changes(pytester: pytest.Pytester):
@@ -39,7 +39,7 @@ def test_without_the_option_nothing_changes(pytester: pytest.Pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", "--rollout-json=r.json")
     assert result.ret == 0
     assert "training log" not in result.stdout.str()
-    assert "training" not in json.loads((pytester.path / "r.json").read_text())
+    assert "train_log" not in json.loads((pytester.path / "r.json").read_text())
 
 
 def test_a_bad_log_is_a_usage_error_before_any_test(pytester: pytest.Pytester):

@@ -1,5 +1,5 @@
 """The training section: a run's log, its own figures and, given a rollout-tax report, what
-each measured substrate would change; the JSON report's ``training`` key."""
+each measured substrate would change; the JSON report's ``train_log`` key."""
 
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pytest_rollout_tax.summary.training import training_lines
-from pytest_rollout_tax.training.load import TrainLog
-from pytest_rollout_tax.training.records import StepRecord
-from pytest_rollout_tax.training.section import training
-from pytest_rollout_tax.training.stacks import BY_NAME
+from pytest_rollout_tax.summary.train_log import training_lines
+from pytest_rollout_tax.train_logs.load import TrainLog
+from pytest_rollout_tax.train_logs.records import StepRecord
+from pytest_rollout_tax.train_logs.section import training
+from pytest_rollout_tax.train_logs.stacks import BY_NAME
 
 
 def log_of(stack: str, records: list[StepRecord]) -> TrainLog:

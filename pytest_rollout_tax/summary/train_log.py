@@ -5,8 +5,8 @@ the page print the same."""
 from __future__ import annotations
 
 from ..text.units import seconds
-from ..training.section import Training
-from ..training.whatif import ASSUMPTIONS, WhatIf
+from ..train_logs.section import Training
+from ..train_logs.whatif import ASSUMPTIONS, WhatIf
 
 
 def pct(fraction: float) -> str:

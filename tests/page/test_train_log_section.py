@@ -12,8 +12,8 @@ pytest.importorskip("matplotlib")
 
 def test_the_training_lines_are_a_section_escaped():
     report = two_substrate_report()
-    page = html.render(report, training=["environment: 20.0 % <of> trajectory time"])
-    assert '<section id="training">\n<h2>Your training run</h2>' in page
+    page = html.render(report, train_log=["environment: 20.0 % <of> trajectory time"])
+    assert '<section id="train-log">\n<h2>Your training run</h2>' in page
     assert "environment: 20.0 % &lt;of&gt; trajectory time" in page
-    assert 'href="#training"' in page
-    assert 'id="training"' not in html.render(report)
+    assert 'href="#train-log"' in page
+    assert 'id="train-log"' not in html.render(report)

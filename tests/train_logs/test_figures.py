@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_rollout_tax.training.figures import figures
-from pytest_rollout_tax.training.records import StepRecord
+from pytest_rollout_tax.train_logs.figures import figures
+from pytest_rollout_tax.train_logs.records import StepRecord
 
 
 def record(step: int, wall: float, wait: float | None, **kw: float) -> StepRecord:

@@ -11,8 +11,8 @@ import pytest
 from support import train_logs
 
 from pytest_rollout_tax.errors import TrainLogError
-from pytest_rollout_tax.training.load import load
-from pytest_rollout_tax.training.stacks import STACKS
+from pytest_rollout_tax.train_logs.load import load
+from pytest_rollout_tax.train_logs.stacks import STACKS
 
 CASES = [(stack, kind) for stack, kinds in train_logs.KINDS.items() for kind in kinds]
 FIELDS = ("step", "wall_s", "generation_s", "compute_s", "wait_s")

@@ -10,10 +10,10 @@ import pytest
 from support.train_logs import hand_checked_log, two_substrate_report
 
 from pytest_rollout_tax.errors import TrainLogError
-from pytest_rollout_tax.summary.training import training_lines
-from pytest_rollout_tax.training.load import load
-from pytest_rollout_tax.training.section import training
-from pytest_rollout_tax.training.whatif import taxes, what_ifs
+from pytest_rollout_tax.summary.train_log import training_lines
+from pytest_rollout_tax.train_logs.load import load
+from pytest_rollout_tax.train_logs.section import training
+from pytest_rollout_tax.train_logs.whatif import taxes, what_ifs
 
 
 @pytest.fixture
