@@ -174,7 +174,8 @@ def built(arch: str) -> tuple[Path | None, str | None]:
     compiler = compiler_path()
     if compiler is None:
         return None, "this host has no C compiler ($CC, musl-gcc, cc or gcc)"
-    path = _build(compiler)
+    key = source() + " ".join([compiler, *FLAGS]).encode()
+    path = _build(compiler, cache_dir() / f"{arch}-{sha256(key)[:16]}" / NAME)
     if path is None:
         return None, f"{compiler} could not build a static helper (a static C library?)"
     return path, None
@@ -188,9 +189,9 @@ def compiler_path() -> str | None:
 
 
 @functools.cache
-def _build(compiler: str) -> Path | None:
-    key = source() + " ".join([compiler, *FLAGS]).encode()
-    target = cache_dir() / f"{host_machine()}-{sha256(key)[:16]}" / NAME
+def _build(compiler: str, target: Path) -> Path | None:
+    """``target`` (its name the helper's, as comm shows it), compiled once by ``compiler``
+    unless there already; None if it cannot be (tried once per process)."""
     if target.is_file() and os.access(target, os.X_OK):
         return target
     try:
