@@ -37,12 +37,10 @@ from pytest_rollout_tax.core.substrate import new_id
 def build_with(compiler: str) -> Path:
     """The helper built by ``compiler`` (SystemExit if it cannot be)."""
     os.environ["CC"] = compiler
-    stepper._build.cache_clear()
     try:
-        built = stepper.built()
+        built, _ = stepper.built(stepper.host_machine())
     finally:
         del os.environ["CC"]
-        stepper._build.cache_clear()
     if built is None:
         raise SystemExit(f"session_open: cannot build the helper with {compiler}")
     return built
@@ -58,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def opened(helper: Path) -> Callable[[], float]:
         def sample() -> float:
-            stepper.built = lambda: helper
+            stepper.for_machine = lambda machine: stepper.Helper(helper, "built")
             with substrate.start(timeout=60) as sandbox:
                 served = sandbox.transport.helper
             if served is None or not served.startswith("/tmp/"):

@@ -110,6 +110,10 @@ class Rollout:
     #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
     #: pool) or ``cold``, as it reports it; None elsewhere.
     launch_type: str | None = None
+    #: A session's step path (``Transport.step_path``: ``prebuilt``, ``built``, ``relay``) and,
+    #: for the relay, why no step helper served; None on other transports.
+    step_path: str | None = None
+    relay_reason: str | None = None
     #: Values no text of the report may hold: every ``env`` value an exec was given and the
     #: substrate's credentials. Never reported; :meth:`fail` redacts them.
     secrets: set[str] = field(default_factory=set, repr=False, compare=False)
@@ -146,6 +150,10 @@ class Rollout:
             extra["snapshot"] = True
         if self.launch_type is not None:
             extra["launch_type"] = self.launch_type
+        if self.step_path is not None:  # a session: what served its steps
+            extra["step_path"] = self.step_path
+        if self.relay_reason is not None:
+            extra["relay_reason"] = self.relay_reason
         if self.rate is not None:  # a substrate with a price
             extra["rate"] = dict(self.rate)
         return {

@@ -25,7 +25,6 @@ import time
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from ..errors import SandboxError
 from . import contract, stepper
@@ -48,6 +47,8 @@ STDOUT, STDERR = 1, 2
 GRACE_S = 10.0
 #: The shell every session runs.
 SHELL = ("sh",)
+#: The session's first step: the sandbox's machine, whose step helper it gets.
+MACHINE = "uname -m"
 #: The session's first line: the shell keeps its stderr on fd 9 for the steps and sends its
 #: own to /dev/null, where the job messages a shell prints for a killed child (``Killed``,
 #: ``Segmentation fault``) go.
@@ -133,8 +134,12 @@ class ShellTransport(Transport):
     def open(self, clock: PhaseClock) -> None:
         self._duplex = self._connect()
         self._duplex.send(SETUP)
-        self._call("true", deadline=time.monotonic() + GRACE_S + 20)
-        self.helper = self._place_helper(stepper.built())
+        # the shell's first answer says the sandbox's machine, whose helper it gets
+        code, machine, _ = self._call(MACHINE, deadline=time.monotonic() + GRACE_S + 20)
+        said = bytes(machine.data).decode(errors="replace").strip() if code == 0 else ""
+        chosen = stepper.for_machine(said)
+        self.helper, why = self._place_helper(chosen, said)
+        self.step_path, self.relay_reason = "relay" if why else chosen.origin, why
         if self.helper is not None:
             self._serve(self.helper)
         clock.mark("session")
@@ -171,28 +176,31 @@ class ShellTransport(Transport):
             duplex, self._duplex = self._duplex, None
             duplex.close()
 
-    def _place_helper(self, built: Path | None) -> str | None:
-        """The helper's path in the sandbox once it runs there: on this host, where it was
-        built; elsewhere, written through the shell to a new directory of /tmp (a docker
-        ``put_archive`` upload was slower: ``benchmarks/session_open.py``). None: the relay
-        it is."""
-        if built is None:
-            return None
-        if self._on_host:
-            return self._checked(str(built))
-        where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
-        path = f"{where}/{stepper.NAME}"
-        encoded = base64.b64encode(built.read_bytes()).decode()
-        script = f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path} && chmod 755 {path}"
-        if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
-            return None
-        return self._checked(path)
+    def _place_helper(self, chosen: stepper.Helper, machine: str) -> tuple[str | None, str | None]:
+        """The helper's path in the sandbox once it runs there (on this host, where it lies;
+        elsewhere, written through the shell to a new directory of /tmp: a docker
+        ``put_archive`` upload was slower, ``benchmarks/session_open.py``), or why the relay
+        serves instead."""
+        if chosen.path is None:
+            return None, chosen.why
+        cannot_run = f"the {chosen.origin} helper for {machine} did not run (rtx-step --check)"
+        path = str(chosen.path)
+        if not self._on_host:
+            where = f"/tmp/.{stepper.NAME}-{uuid.uuid4().hex[:12]}"  # its own name, for comm
+            path = f"{where}/{stepper.NAME}"
+            encoded = base64.b64encode(chosen.path.read_bytes()).decode()
+            script = f"mkdir -p {where} && printf %s {encoded} | base64 -d > {path}"
+            script += f" && chmod 755 {path}"
+            if self._call(subshell(script), deadline=None, silence=GRACE_S * 6)[0] != 0:
+                return None, "the helper could not be written to the sandbox's /tmp"
+            cannot_run += ": a /tmp mounted noexec?"
+        return (path, None) if self._checked(path) else (None, cannot_run)
 
-    def _checked(self, path: str) -> str | None:
-        """``path`` if the helper there runs in the sandbox (``--check``), else None."""
+    def _checked(self, path: str) -> bool:
+        """Whether the helper at ``path`` runs in the sandbox (``--check``)."""
         check = subshell(f"exec {shlex.quote(path)} --check")
         code, stdout, _ = self._call(check, deadline=None, silence=GRACE_S * 6)
-        return path if code == 0 and bytes(stdout.data) == stepper.CHECK_OUTPUT else None
+        return code == 0 and bytes(stdout.data) == stepper.CHECK_OUTPUT
 
     # -- framing -------------------------------------------------------------------------------
 

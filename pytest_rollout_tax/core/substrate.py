@@ -403,7 +403,10 @@ class Substrate(ABC):
 
     @staticmethod
     def _first_exec(sandbox: Sandbox, clock: PhaseClock, phase: str) -> None:
-        """The no-op that ends a cold start, marked as ``phase``."""
+        """The no-op that ends a cold start, marked as ``phase``; the rollout records what
+        serves its steps (the transport is open)."""
+        sandbox.rollout.step_path = sandbox.transport.step_path
+        sandbox.rollout.relay_reason = sandbox.transport.relay_reason
         sandbox.first_exec()
         clock.mark(phase)
 

@@ -95,6 +95,11 @@ class Transport(ABC):
     name: ClassVar[str]
     #: Bytes of each output stream a step keeps (the substrate sets it when it starts one).
     output_cap: int = OUTPUT_CAP
+    #: What serves the steps of a transport with a step helper (``session``), once open: the
+    #: helper, ``prebuilt`` or ``built`` (``core/stepper.py``), or the shell's ``relay``, and
+    #: then why (``relay_reason``). None elsewhere.
+    step_path: str | None = None
+    relay_reason: str | None = None
 
     def open(self, clock: PhaseClock) -> None:  # noqa: B027 - most transports open nothing
         """Called during the cold start, before the first no-op; mark a phase if it costs."""

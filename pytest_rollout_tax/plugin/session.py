@@ -21,7 +21,7 @@ from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
 from ..gate import compare, history
 from ..outputs import INTERRUPTED, OUTPUT_ERROR, SAVED
-from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
+from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, Row
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.document import Report
 from ..report.machine import commit_info, machine_info
@@ -160,6 +160,8 @@ class RolloutTaxSession:
             self.verdict.write(terminalreporter, self.exit_status)
         for line in self.lines:
             terminalreporter.write_line(line)
+        for line in relay_lines(self.aggregate.rows):
+            terminalreporter.write_line(line)
         if self.regression_lines:
             terminalreporter.write_sep("=", compare.REGRESSION_HEADING, red=True)
             for line in self.regression_lines:
@@ -245,3 +247,17 @@ class RolloutTaxSession:
         self.lines += lines
         self.regression_lines = [*self.regression_lines, *regression]
         return bool(regression)
+
+
+def relay_lines(rows: list[Row]) -> list[str]:
+    """Once per run, for each substrate and reason: its session steps went through the shell's
+    relay, not the step helper (``core/stepper.py``), and why."""
+    said = dict.fromkeys(
+        (row.fields["substrate"], row.fields["relay_reason"])
+        for row in rows
+        if row.fields.get("relay_reason")
+    )
+    return [
+        f"{name}: session steps went through the shell's relay, not the step helper: {why}"
+        for name, why in said
+    ]
