@@ -26,6 +26,7 @@ from .gate.sides import reproject
 from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
 from .page import html as html_report
 from .report import merge
+from .report.training import training_model, with_training
 from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
@@ -114,6 +115,7 @@ def build_parser() -> Parser:
     flags.THINK_TIME.add_argument(proj)
     flags.FLEET.add_argument(proj)
     flags.RANK_BY.add_argument(proj)
+    flags.TRAIN.add_argument(proj, help=f"{flags.TRAIN.help}; unset: the run's own model, if any")
     flags.JSON.add_argument(proj, help="also write the re-projected report (in RUN's schema) here")
 
     cal = commands.add_parser(
@@ -352,6 +354,7 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = reproject(
         run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
     )
+    report = with_training(report, training_model(args.train, run.report, args.rank_by))
     written = None
     if args.json:
         try:
