@@ -21,10 +21,10 @@ from .training_units import PARTS, Units
 
 #: Simulated rollouts one substrate's bootstrap may draw, in all: replicates and the steps
 #: each simulates shrink to it for big batches (never below the floors below).
-BUDGET = 400_000
+BUDGET = 250_000
 #: The most and fewest replicates; the most steps one replicate simulates.
 MAX_REPLICATES = 200
-MIN_REPLICATES = 30
+MIN_REPLICATES = 20
 MAX_INNER = 20
 #: Steady async steps each replicate averages, after the pipeline has filled.
 MIN_STEADY = 2
