@@ -3,10 +3,11 @@
     python benchmarks/training.py [--rollouts 10000] [--batch 4096] [--project 1e7] [--real]
 
 Speed: a saved report of N synthetic rollouts of one substrate (lognormal cold starts,
-exponential steps, one failure in 101; each more substrate costs as much again) is read back (``Report.from_dict`` of its JSON text, the
-floor), then projected under ``--rollout-train batch=B`` (sync on as many slots, sync on a
-quarter of them, async) at ``--project`` rollouts; each projection's seconds are printed as a
-ratio to reading the report, and the run fails when one takes 2 s or more.
+exponential steps, one failure in 101; each more substrate costs as much again) is read back
+(``Report.from_dict`` of its JSON text, the floor), then projected under ``--rollout-train
+batch=B`` (sync on as many slots, sync on a quarter of them, async) at ``--project``
+rollouts; each projection's seconds are printed as a ratio to reading the report, and the run
+fails when one takes 2 s or more.
 
 ``--real``: batches of 8 rollouts on 4 concurrent docker sandboxes (both transports), each
 replaying a window of the recorded trajectory in example_trajectories/ with its think time
