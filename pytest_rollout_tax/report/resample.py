@@ -120,29 +120,30 @@ def _batch(
     """One step's jobs in order: their slot seconds, the unit each ends with, and the failed
     tries' seconds in it. ``retry``: a failed rollout's slot runs it again (its job is the
     tries together); ``drop``: each failed rollout is a job of its own, and replacements are
-    drawn until ``batch`` succeed."""
+    drawn, after the batch, until ``batch`` succeed."""
     seconds, failed = units.seconds, units.failed
-    drawn = rng.choices(pool, k=model.batch)
-    if not any(failed[index] for index in drawn):
-        return [seconds[index] for index in drawn], drawn, [0.0] * len(drawn)
-    durations, jobs, retried = [], [], []
-    wanted = model.batch
-    while wanted:
-        index = drawn.pop() if drawn else rng.choice(pool)
-        if model.failed == "drop" or not failed[index]:
-            durations.append(seconds[index])
+    jobs = rng.choices(pool, k=model.batch)
+    durations = [seconds[index] for index in jobs]
+    retried = [0.0] * len(jobs)
+    broken = [position for position, index in enumerate(jobs) if failed[index]]
+    if model.failed == "drop":
+        for position in broken:
+            retried[position] = durations[position]
+        wanted = len(broken)
+        while wanted:
+            index = rng.choice(pool)
             jobs.append(index)
+            durations.append(seconds[index])
             retried.append(seconds[index] if failed[index] else 0.0)
             wanted -= not failed[index]
-            continue
-        tries = seconds[index]
+        return durations, jobs, retried
+    for position in broken:
+        index, tries = jobs[position], 0.0
         while failed[index]:
+            tries += seconds[index]
             index = rng.choice(pool)
-            tries += seconds[index] if failed[index] else 0.0
-        durations.append(tries + seconds[index])
-        jobs.append(index)
-        retried.append(tries)
-        wanted -= 1
+        jobs[position], durations[position] = index, tries + seconds[index]
+        retried[position] = tries
     return durations, jobs, retried
 
 

@@ -3,8 +3,8 @@ concurrent sandboxes (a pool of ``slots`` workers taking rollouts in order), eac
 window of a recorded trajectory's actions with its recorded think time slept before each
 step, and each batch's real makespan measured.
 
-The earlier run's rollouts feed the model (``report.training``); the model's median makespan
-is then compared with the real batches' median.
+The earlier batches' rollouts feed the model (``report.training``); its median makespan is
+then compared with the real batches' median.
 """
 
 from __future__ import annotations
@@ -116,26 +116,30 @@ def replayed(rollouts: list[Rollout], slots: int) -> float:
 
 
 def check(
-    transport: str, *, batch: int = 8, slots: int = 4, earlier: int = 2, real: int = 5
+    transport: str, *, batch: int = 8, slots: int = 4, earlier: int = 5, real: int = 5
 ) -> Check:
-    """``earlier`` batches measured (after one warm-up batch, not counted), then ``real``
-    batches whose makespans the model, fed the earlier rollouts, predicts (its median
-    simulated makespan)."""
-    made = plans((earlier + real) * batch, seed=44)
+    """``earlier`` batches measured and ``real`` batches whose makespans the model, fed the
+    earlier batches' rollouts, predicts (its median simulated makespan). After one warm-up
+    batch (not counted), the two alternate, an earlier batch first (E R E R ...): a machine
+    whose load drifts during the check loads both alike, as ``--rollout-order interleave``
+    does for substrates."""
+    made = plans((1 + earlier + real) * batch, seed=44)
+    chunks = [made[index * batch : (index + 1) * batch] for index in range(1 + earlier + real)]
+    order = [("E", index) for index in range(earlier)] + [("R", index) for index in range(real)]
+    order.sort(key=lambda kind_index: (kind_index[1], kind_index[0]))  # E0 R0 E1 R1 ...
     substrate = get_substrate("docker", **TRANSPORTS[transport])
+    runs: dict[str, list[tuple[float, list[Rollout]]]] = {"E": [], "R": []}
     try:
-        run_batch(substrate, made[:batch], slots)  # a warm-up: the engine's first creates
-        runs = [
-            run_batch(substrate, made[index * batch : (index + 1) * batch], slots)
-            for index in range(earlier + real)
-        ]
+        run_batch(substrate, chunks[0], slots)  # a warm-up: the engine's first creates
+        for number, (kind, _) in enumerate(order, start=1):
+            runs[kind].append(run_batch(substrate, chunks[number], slots))
     finally:
         substrate.close()
-    measured = [rollout for _, rollouts in runs[:earlier] for rollout in rollouts]
+    measured = [rollout for _, rollouts in runs["E"] for rollout in rollouts]
     for rollout in measured:
         rollout.substrate = transport
-    spans = [span for span, _ in runs[earlier:]]
-    replays = [replayed(rollouts, slots) for _, rollouts in runs[earlier:]]
+    spans = [span for span, _ in runs["R"]]
+    replays = [replayed(rollouts, slots) for _, rollouts in runs["R"]]
     scale = Scale(rollouts=batch, steps=WINDOW, think_time_source="none")
     report = build_report(measured, scale, plugin_version="t", machine={}, commit=None)
     model = TrainModel(batch=batch, slots=slots, train_s=0.0)
