@@ -30,6 +30,7 @@ from .page import html as html_report
 from .report import merge
 from .report.build import for_saving
 from .report.projection import Scale
+from .report.training import training_model, with_training
 from .summary.terminal import render_summary
 
 PROG = "python -m pytest_rollout_tax"
@@ -118,6 +119,7 @@ def build_parser() -> Parser:
     flags.THINK_TIME.add_argument(proj)
     flags.FLEET.add_argument(proj)
     flags.RANK_BY.add_argument(proj)
+    flags.TRAIN.add_argument(proj, help=f"{flags.TRAIN.help}; unset: the run's own model, if any")
     flags.JSON.add_argument(proj, help="also write the re-projected report (in RUN's schema) here")
 
     cal = commands.add_parser(
@@ -221,6 +223,7 @@ def build_parser() -> Parser:
     flags.PROJECT.add_argument(rec)
     flags.THINK_TIME.add_argument(rec, help="think time per step (default: measured live)")
     flags.RANK_BY.add_argument(rec)
+    flags.TRAIN.add_argument(rec)
     flags.JSON.add_argument(rec)
     flags.HTML.add_argument(rec, help="write the report's HTML page to PATH")
     rec.add_argument("--save", metavar="NAME", help="save the report as STORAGE/NAME.json")
@@ -374,6 +377,7 @@ def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = reproject(
         run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
     )
+    report = with_training(report, training_model(args.train, run.report, args.rank_by))
     written = None
     if args.json:
         try:
@@ -459,6 +463,7 @@ def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.rank_by:
         scale = dataclasses.replace(scale, rank_by=args.rank_by)
     report, recorded = recording.report_of(args.directory, scale, plugin_version=__version__)
+    report = with_training(report, training_model(args.train, report, args.rank_by))
     lines = [*render_summary(report), *recording.notes(recorded)]
     title = html_report.run_title(report, args.directory)
     outputs = [  # what was asked, how it is written, what the line calls it

@@ -20,6 +20,7 @@ from .core.stats import STAT_NAMES
 from .gate.compare import Check
 from .page import plots
 from .report.schema import SAMPLE_METRICS
+from .report.train_model import TrainModel
 
 #: The largest count an option takes (rollouts to project, comparisons, ...).
 MAX_COUNT = 10**12
@@ -98,10 +99,11 @@ def page_path(text: str, spelled: str) -> str:
 
 
 def rank_by(text: str) -> str:
-    """``worker-hours`` or ``cost``, as the report records it (``worker_hours``, ``cost``)."""
+    """``worker-hours``, ``cost`` or ``train``, as the report records it (``worker_hours``,
+    ``cost``, ``train``)."""
     spelled = str(text).strip().replace("_", "-")
-    if spelled not in ("worker-hours", "cost"):
-        raise ValueError(f"expected worker-hours or cost, got {text!r}")
+    if spelled not in ("worker-hours", "cost", "train"):
+        raise ValueError(f"expected worker-hours, cost or train, got {text!r}")
     return spelled.replace("-", "_")
 
 
@@ -172,10 +174,22 @@ FLEET = Flag(
 )
 RANK_BY = Flag(
     "rank-by",
-    "worker-hours|cost",
-    "rank substrates by projected worker-hours (the default) or by dollars, for substrates "
-    "with a price; the decision names the other beside it",
+    "worker-hours|cost|train",
+    "rank substrates by projected worker-hours (the default), by dollars, for substrates "
+    "with a price (the decision names the other beside it), or by the training step's "
+    "wall-clock (--rollout-train's model, its defaults when not given)",
     parse=lambda text: rank_by(text),
+)
+TRAIN = Flag(
+    "train",
+    "batch=N,slots=N,mode=sync|async,train=S[,lag=N,gpus=N,gpu_price=USD,failed=retry|drop]",
+    "also project the training step the measured rollouts make, tails included: batch "
+    "rollouts per step (default 512) on slots sandboxes at once (default: batch), sync or "
+    "async (default sync; async: generation up to lag steps ahead, default 1), the "
+    "trainer's own train seconds per step (default 60), gpus waiting (default 8) at "
+    "gpu_price dollars per GPU-hour (default: none), failed rollouts retried or dropped "
+    "(default retry); 'default' takes every default",
+    parse=TrainModel.parse,
 )
 THINK_TIME = Flag(
     "think-time",

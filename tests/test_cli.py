@@ -474,3 +474,39 @@ def test_compare_fits_columns(runs: Path, monkeypatch: pytest.MonkeyPatch, colum
     assert max(len(line) for line in lines) <= columns, out
     assert compare.heading("rollout tax regression", columns) in lines
     assert sum(line.startswith("FAILED local ") for line in lines) == 3
+
+
+# -- project --train ----------------------------------------------------------------------------
+
+
+def test_project_a_training_step_and_keep_it_when_reprojecting(runs: Path, tmp_path: Path) -> None:
+    status, out, err = cli(
+        "project", "base", "--train", "batch=4,slots=2,train=10", "--json", str(tmp_path / "t.json")
+    )
+    assert status == 0, err
+    data = json.loads((tmp_path / "t.json").read_text())
+    assert data["training"]["model"]["batch"] == 4 and data["training"]["model"]["slots"] == 2
+    lines = unwrapped(out.splitlines())
+    assert any(line.startswith("training: sync steps of 4 rollouts on 2 slots") for line in lines)
+    assert any(line.startswith("local training step ") for line in lines)
+    (runs / "trained.json").write_text((tmp_path / "t.json").read_text())
+    status, out, _ = cli("project", "trained", "--rollouts", "1e3", "--json", "t2.json")
+    again = json.loads(Path("t2.json").read_text())["training"]
+    assert status == 0 and again["model"] == data["training"]["model"]
+    assert again["rollouts"] == 1000 and again["steps"] == 250  # redone at the new scale
+    status, out, _ = cli("project", "base", "--rank-by", "train")
+    assert status == 0 and out.splitlines()[1].startswith("fastest training step: local, ")
+    assert "training: sync steps of 512 rollouts on 512 slots" in out
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("batch=0", "--train: batch=0: expected a whole number from 1 to 65,536"),
+        ("batch=4,slots=8", "--train: slots=8: more sandboxes than the batch's 4 rollouts"),
+        ("mode=maybe", "--train: mode=maybe: expected sync or async"),
+        ("train=-1", "--train: train=-1: expected a number from 0 to 86400"),
+    ],
+)
+def test_project_a_bad_training_value_is_one_usage_line(runs: Path, value: str, message) -> None:
+    assert_one_line_error(*cli("project", "base", "--train", value), message)

@@ -24,7 +24,7 @@ from ..report.projection import project
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from ..text.units import hours, seconds
-from . import plots
+from . import plots, training
 from .leaderboard import board, verdict_line
 from .markup import e, notes, table
 from .style import CSS, FRAGMENT_CSS
@@ -70,6 +70,7 @@ def render(
             "Leaderboard",
             _leaderboard(report, summary, palette, baseline, outcomes),
         ),
+        ("training", "Training step", training.section(report, summary, palette)),
         ("comparisons", "Comparisons", notes(summary.comparisons)),
         ("figures", "Every figure of the summary", _figures(in_order)),
         ("cold-start", "Cold start", _cold_start(now, before, in_order, ranked, palette)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import inspect
 import io
 import math
 import re
@@ -202,6 +203,39 @@ def decomposition(bars: Mapping[str, Mapping[str, float]], *, title: str) -> str
         lambda h: f"{h:,.0f} h",
         xlabel="projected worker-hours",
     )
+
+
+def makespans(
+    quantiles: Mapping[str, Sequence[float]], *, palette: Mapping[str, str]
+) -> str | None:
+    """Each substrate's simulated makespan per training step as a box (``quantiles``: its
+    percentiles 0, 5, ..., 100): the box p25-p75, the line the median, whiskers p5 and p95,
+    dots the least and the most; on a time axis (log when they span a decade)."""
+    rows = {name: q for name, q in quantiles.items() if len(q) == 21}
+    if not rows:
+        return None
+    title = "Makespan per training step (simulated)"
+    boxes = [
+        {"label": name, "med": q[10], "q1": q[5], "q3": q[15], "whislo": q[1], "whishi": q[19],
+         "fliers": [q[0], q[20]]}
+        for name, q in rows.items()
+    ]  # fmt: skip
+    with _style():
+        figure, axes = _figure(height=1.3 + 0.5 * len(rows))
+        sideways = (
+            {"orientation": "horizontal"}  # matplotlib 3.10 on; before it, vert=False
+            if "orientation" in inspect.signature(axes.bxp).parameters
+            else {"vert": False}
+        )
+        drawn = axes.bxp(boxes, patch_artist=True, widths=0.55, **sideways)
+        for patch, name in zip(drawn["boxes"], rows, strict=True):
+            patch.set_facecolor(palette.get(name, SUBSTRATE_PALETTE[0]))
+            patch.set_alpha(0.55)
+        axes.invert_yaxis()
+        time_axis(axes.xaxis, [v for q in rows.values() for v in q])
+        axes.set_xlabel("makespan of a step's batch")
+        axes.set_title(title, loc="left")
+        return _svg(figure, title)
 
 
 # -- helpers -------------------------------------------------------------------------------------

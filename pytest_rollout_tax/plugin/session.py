@@ -14,7 +14,7 @@ from collections import Counter
 import pytest
 
 from .. import __version__
-from ..core.record import Rollout
+from ..core.record import STEP_COLUMNS, Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
@@ -25,6 +25,7 @@ from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, Row
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.document import Report
 from ..report.machine import commit_info, machine_info
+from ..report.training import with_training
 from ..summary import sections
 from ..summary.terminal import render_nothing_ran
 from ..text.width import MIN_WIDTH, terminal_width
@@ -50,7 +51,10 @@ class RolloutTaxSession:
         self.substrates = substrates
         self.is_worker = hasattr(config, "workerinput")
         #: Finished rollouts, from teardown reports (this process's or an xdist worker's).
-        self.aggregate = Aggregate(STEP_CHOICES[settings.json_steps] or GATE_COLUMNS)
+        #: (A training projection reads each step's think and recorded command time: all kept.)
+        self.aggregate = Aggregate(
+            STEP_COLUMNS if settings.train else STEP_CHOICES[settings.json_steps] or GATE_COLUMNS
+        )
         #: Rollouts started in this process and not yet torn down.
         self.running: list[Rollout] = []
         #: Burst levels measured before the tests, by substrate.
@@ -175,8 +179,9 @@ class RolloutTaxSession:
         return self.summarize() if self.aggregate else None
 
     def summarize(self) -> Report:
-        """The report of the rollouts finished so far (``rollouts[]`` made on demand)."""
-        return summarize(
+        """The report of the rollouts finished so far (``rollouts[]`` made on demand), with
+        its training section when ``--rollout-train`` (or ranking by it) asked for one."""
+        report = summarize(
             self.aggregate,
             self.settings.scale,
             plugin_version=__version__,
@@ -192,6 +197,7 @@ class RolloutTaxSession:
             client=self.client.report(),
             not_run=absent(self.settings.specs, self.aggregate.samples, self._why_not_run),
         )
+        return with_training(report, self.settings.train)
 
     def _selected(self) -> bool:
         """True when substrates were selected (``--substrate`` or its ini twin), not defaulted."""

@@ -24,6 +24,7 @@ from ..replay import MODES, Mode
 from ..replay.load import REPLAY_SUFFIXES
 from ..report.aggregate import STEP_CHOICES
 from ..report.projection import Scale
+from ..report.train_model import TrainModel
 from ..substrates.registry import Registry
 from ..substrates.selection import Catalog, SubstrateSpec, resolve, split_names, variant_tables
 from .shard import Shard, parse_start
@@ -80,6 +81,8 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "string", ""),
     (flags.RANK_BY.plugin, {"metavar": flags.RANK_BY.metavar},
      f"{flags.RANK_BY.help} (default: worker-hours)", "string", "worker-hours"),
+    (flags.TRAIN.plugin, {"metavar": flags.TRAIN.metavar}, f"{flags.TRAIN.help} (default: "
+     "none, unless --rollout-rank-by=train)", "string", None),
     ("--rollout-json-steps", {"metavar": "all|none"},
      "per-step data in the --rollout-json report: all (each step's kind, time and exit code) "
      "or none (a smaller file; saved runs still keep step times for the gate); default all",
@@ -203,6 +206,8 @@ class Settings:
     start_at: float | None = None
     #: Bytes of each output stream a step keeps (``--rollout-output-cap``).
     output_cap: int = OUTPUT_CAP
+    #: The training step to project (``--rollout-train``), or None.
+    train: TrainModel | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config, registry: Registry) -> Settings:
@@ -226,6 +231,12 @@ class Settings:
             by_text = str(option(config, flags.RANK_BY.plugin))
             by = flags.RANK_BY.value(by_text, flags.RANK_BY.plugin)
             scale = dataclasses.replace(scale, rank_by=by)
+            train_text = option(config, flags.TRAIN.plugin)
+            train = None
+            if train_text is not None:
+                train = flags.TRAIN.value(str(train_text), flags.TRAIN.plugin)
+            elif by == "train":
+                train = TrainModel()
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
                 _check_replay_path(path)
@@ -268,6 +279,7 @@ class Settings:
             shard=shard,
             start_at=start_at,
             output_cap=output_cap,
+            train=train,
         )
 
 

@@ -17,6 +17,7 @@ from ..core.stats import Stats
 from .cost import Cost
 from .projection import Decomposition, FleetHours, Means, Projected, Scale, Spread, spread
 from .schema import SAMPLE_METRICS, SCHEMA, check
+from .training_doc import Training
 
 #: What an entry's projection is before ``build`` projects it.
 UNPROJECTED = Projected(worker_hours=None, tax_hours=None, decomposition=None)
@@ -251,6 +252,8 @@ class Report:
     #: A merged run's shards (``report/merge.py``): each client, and the merge's facts.
     clients: list[dict] | None = None
     merge: dict | None = None
+    #: What the trainer waits for (``--rollout-train``, ``report/training.py``), or None.
+    training: Training | None = None
 
     @property
     def spread(self) -> Spread | None:
@@ -282,6 +285,8 @@ class Report:
         }
         if self.merge is not None:
             document |= {"clients": self.clients, "merge": self.merge}
+        if self.training is not None:
+            document["training"] = self.training.to_dict()
         return document
 
     @classmethod
@@ -312,6 +317,7 @@ class Report:
             rollouts=data.get("rollouts") or [],
             clients=data.get("clients"),
             merge=data.get("merge"),
+            training=Training.from_dict(data["training"]) if data.get("training") else None,
         )
 
 

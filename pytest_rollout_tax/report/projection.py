@@ -26,9 +26,10 @@ ThinkSource = Literal["option", "recorded", "live", "none"]
 StepsSource = Literal["option", "default", "replays", "mixed", "workloads"]
 #: The steps per rollout when nothing sets them (the paper's ~150 tool calls).
 DEFAULT_STEPS = 150
-#: What the ranking orders substrates by (``--rollout-rank-by``).
-RankBy = Literal["worker_hours", "cost"]
-RANK_BY: tuple[RankBy, ...] = ("worker_hours", "cost")
+#: What the ranking orders substrates by (``--rollout-rank-by``); ``train``: the training
+#: section's ranking leads, and the report's ``ranking`` stays by worker-hours.
+RankBy = Literal["worker_hours", "cost", "train"]
+RANK_BY: tuple[RankBy, ...] = ("worker_hours", "cost", "train")
 
 
 @dataclass(frozen=True)

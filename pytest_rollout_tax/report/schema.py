@@ -50,11 +50,35 @@ def check(report: Any) -> None:
         for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
             if entry.get(key) is not None:
                 _number(entry[key], f"{where}.{key}")
+    if report.get("training") is not None:
+        _check_training(report["training"])
     rollouts = report.get("rollouts", [])
     if not isinstance(rollouts, list):
         raise ValueError("rollouts: expected a list")
     for index, rollout in enumerate(rollouts):
         _validate_rollout(rollout, f"rollouts[{index}]")
+
+
+#: The figures of a ``training.substrates[NAME]`` entry (docs/json.md#training).
+TRAINING_FIGURES = (
+    "phase_s", "phase_low_s", "phase_high_s", "step_s", "wait_share", "idle_gpu_hours",
+    "makespan_p50_s",
+)  # fmt: skip
+
+
+def _check_training(training: Any) -> None:
+    """The ``training`` section: its model, and each substrate's figures."""
+    if not isinstance(training, dict):
+        raise ValueError(f"training: expected an object, got {_short(training)}")
+    _field(training, "model", dict, "training.")
+    for key in ("rollouts", "steps"):
+        _number(_field(training, key, int, "training."), f"training.{key}")
+    for name, entry in _field(training, "substrates", dict, "training.").items():
+        where = f"training.substrates.{name}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: expected an object")
+        for key in TRAINING_FIGURES:
+            _number(_field(entry, key, (int, float), f"{where}."), f"{where}.{key}")
 
 
 def _validate_rollout(rollout: Any, where: str) -> None:

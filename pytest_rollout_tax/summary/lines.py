@@ -11,12 +11,16 @@ from ..core.stats import min_samples
 from ..report.document import Ranked, Report, SubstrateEntry
 from ..report.projection import Scale
 from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
+from ..report.training import training_order
 from ..text.units import dollars, hours, ratio, seconds
 
 
 def ranked_names(report: Report) -> list[str]:
     """The substrates in the report's ranking order (cheapest worker-hours first); a report
-    saved before the ranking was recorded is ordered by its worker-hours."""
+    saved before the ranking was recorded is ordered by its worker-hours; ranked by the
+    training step (``--rollout-rank-by=train``), the fastest step first."""
+    if (by_step := training_order(report)) is not None:
+        return by_step
     if report.ranking:
         return [item.substrate for item in report.ranking]
     substrates = report.substrates

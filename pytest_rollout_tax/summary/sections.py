@@ -3,12 +3,12 @@ them; made once, so the terminal and the HTML page say the same."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..fleet import burst
 from ..report.document import Report, SubstrateEntry
 from ..text.units import PART_LABELS, hours, seconds, share
-from . import isolation
+from . import isolation, training
 from .clients import client_lines
 from .cost import cost_lines
 from .lines import (
@@ -52,6 +52,9 @@ class Summary:
     #: What qualifies the figures: cost, the tax cap, failures, divergence, substrates that ran
     #: nothing, sample sizes, control planes, clients.
     caveats: list[str]
+    #: What the trainer waits for (``--rollout-train``): each substrate's step, its
+    #: stragglers, the ranking by the step.
+    training: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         """Every line but the table's, in the order they print around it."""
@@ -59,7 +62,8 @@ class Summary:
 
     def after_table(self) -> list[str]:
         sections = (
-            self.shares, self.dollars, self.notes, self.comparisons, self.warnings, self.fleet,
+            self.shares, self.training, self.dollars, self.notes, self.comparisons,
+            self.warnings, self.fleet,
         )  # fmt: skip
         return [line for section in (*sections, self.caveats) for line in section]
 
@@ -80,9 +84,12 @@ def summarize(report: Report) -> Summary:
     caveats += few_samples_lines(substrates)
     caveats += control_plane_lines(report)
     caveats += client_lines(report)
+    lead = [line for line in (training.decision_line(report),) if line]
+    differs = [line for line in (training.differs_line(report),) if line]
+    ranked = [line for line in (training.ranking_line(report),) if line]
     return Summary(
-        decision=decision_lines(report),
-        header=header_lines(report),
+        decision=[*lead, *decision_lines(report), *differs],
+        header=[*header_lines(report), *training.header_lines(report)],
         rows=[(name, substrates[name]) for name in ranked_names(report)],
         shares=[line for name, sub in substrates.items() if (line := shares_line(name, sub))],
         dollars=cost_lines(report, ranked_names(report)),
@@ -96,6 +103,7 @@ def summarize(report: Report) -> Summary:
         warnings=shared_sandbox_lines(report),
         fleet=[line for name, sub in substrates.items() for line in fleet_lines(name, sub)],
         caveats=caveats,
+        training=[*training.substrate_lines(report), *ranked],
     )
 
 

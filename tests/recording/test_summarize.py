@@ -44,13 +44,14 @@ def test_json_page_and_a_saved_run_that_compare_gates(runs, tmp_path):
     pytest.importorskip("matplotlib")
     status, out, err = cli(
         "summarize", str(runs), "--json", "r.json", "--output", "r.html", "--save", "live",
-        "--project", "1000x3",
+        "--project", "1000x3", "--train", "batch=4,slots=2,train=1",
     )  # fmt: skip
     assert status == 0, err
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["projection"]["think_time_source"] == "live"
     assert data["projection"]["rollouts"] == 1000 and data["projection"]["steps"] == 3
     assert data["substrates"]["local"]["rollouts"] == 6
+    assert data["training"]["model"]["batch"] == 4  # the training step of the live rollouts
     assert "<html" in (tmp_path / "r.html").read_text()
     assert (tmp_path / ".rollout-tax" / "live.json").exists()
     status, out, err = cli("compare", "live", "live", "--fail", "step.mean:10%")
