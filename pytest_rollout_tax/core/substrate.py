@@ -37,6 +37,8 @@ from .transport import OUTPUT_CAP, Transport, without_userinfo
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
 CLAIM_PHASE = "claim"
+#: The phase a reused sandbox records as its cold start (``reuse="reset"``).
+RESET_PHASE = "reset"
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
 
 
@@ -49,6 +51,9 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
+    #: ``fresh`` (a new sandbox per rollout) or ``reset`` (a sandbox an earlier rollout used,
+    #: reset to the clean image: phase ``reset``), on substrates that can reset one.
+    reuse: str = "fresh"
     #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
     price: PriceOptions = field(default_factory=PriceOptions)
 
@@ -159,6 +164,8 @@ class Substrate(ABC):
     Options: ClassVar[type]
     #: The transports it offers, the default first.
     transports: ClassVar[tuple[str, ...]] = ("exec",)
+    #: Whether it can reset a used sandbox to the clean image (:meth:`_reset`, ``reuse``).
+    resets: ClassVar[bool] = False
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
@@ -190,6 +197,11 @@ class Substrate(ABC):
         pool = LIMITS["SUBSTRATE.pool"]
         if not pool.low <= parsed.pool <= pool.high:
             raise ConfigError(f"{owner}.pool={parsed.pool}: expected {pool.text()} (0: no pool)")
+        if parsed.reuse not in ("fresh", "reset") or (parsed.reuse == "reset" and not cls.resets):
+            can = "fresh or reset" if cls.resets else f"fresh ({cls.kind} cannot reset a sandbox)"
+            raise ConfigError(f"{owner}.reuse={parsed.reuse!r}: expected {can}")
+        if parsed.reuse == "reset" and parsed.pool:
+            raise ConfigError(f"{owner}.reuse='reset': not with a warm pool (pool={parsed.pool})")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more
@@ -230,6 +242,11 @@ class Substrate(ABC):
     def _restore(self, snapshot: Any, *, labels: dict[str, str], clock: PhaseClock) -> Handle:
         """A new environment restored from ``snapshot``, marking its phases on ``clock``."""
         raise NotImplementedError(f"{self.kind} has no snapshots")
+
+    def _reset(self, handle: Handle, clock: PhaseClock) -> None:
+        """Reset a used environment to the clean image: its processes killed, its writable
+        layer dropped, /tmp and the workdir emptied (``reuse="reset"``)."""
+        raise NotImplementedError(f"{self.kind} cannot reset a sandbox")
 
     def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
         """Called once the cold start is measured, untimed: for lookups that must not slow it."""
@@ -366,6 +383,28 @@ class Substrate(ABC):
         sandbox = self._sandbox(pooled.handle, pooled.transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
             self._first_exec(sandbox, clock, CLAIM_PHASE)
+            self._ready(rollout, clock)
+        return sandbox
+
+    def reuse(self, handle: Handle, rollout: Rollout, *, timeout: float | None) -> Sandbox:
+        """``handle``, a sandbox an earlier rollout used, reset for ``rollout``: its cold
+        start is the reset (phase ``reset``), a new transport's opening and the first no-op."""
+        rollout = self.describe(rollout)
+        clock = PhaseClock(rollout.phases)
+        rollout.stamp("create")
+        try:
+            self._reset(handle, clock)
+        except RolloutTaxError:
+            raise
+        except Exception as exc:
+            raise SandboxStartError(f"{self.name}: reset: {type(exc).__name__}: {exc}") from exc
+        clock.mark(RESET_PHASE)
+        transport = self._transport(handle)
+        transport.output_cap = self.output_cap
+        sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
+        with _closed_on_failure(sandbox):
+            sandbox.transport.open(clock)
+            self._first_exec(sandbox, clock, "first_exec")
             self._ready(rollout, clock)
         return sandbox
 
