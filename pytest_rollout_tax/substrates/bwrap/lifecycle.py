@@ -45,7 +45,6 @@ class BwrapSubstrate(Substrate):
     Options = BwrapOptions
     transports = ("exec", "session")
     resets = True
-    runtime = "bwrap"
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         super().__init__(name, session_id=session_id, **options)
