@@ -39,6 +39,8 @@ LOOK = (
 
 @pytest.fixture(params=["bwrap", "bwrap-session", "docker", "docker-session"])
 def recycler(request, sandbox_image):
+    if request.param.startswith("bwrap"):
+        request.getfixturevalue("bwrap_ready")
     kind, _, session = request.param.partition("-")
     transport = "session" if session else "exec"
     if kind == "bwrap":

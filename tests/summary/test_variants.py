@@ -20,7 +20,7 @@ def test_steps(sandbox):
 
 
 def test_a_reset_variant_is_compared_with_its_fresh_one_with_the_noise_verdict(
-    sandbox_image, tmp_path
+    bwrap_ready, tmp_path
 ):
     (tmp_path / "test_work.py").write_text(WORKLOAD)
     code, lines = run_pytest(tmp_path, "--substrate=bwrap,bwrap-reset", "--rollout-json=r.json")
@@ -30,8 +30,9 @@ def test_a_reset_variant_is_compared_with_its_fresh_one_with_the_noise_verdict(
     reset, fresh = report["substrates"]["bwrap-reset"], report["substrates"]["bwrap"]
     assert reset["phases"]["reset"]["n"] == 5  # every rollout but the first reused a sandbox
     assert "reset" not in fresh["phases"]
+    p50 = seconds(reset["cold_start"]["p50"])
     assert (
-        f"bwrap-reset vs bwrap, reset vs fresh: cold start p50 {seconds(reset['cold_start']['p50'])}"
+        f"bwrap-reset vs bwrap, reset vs fresh: cold start p50 {p50}"
         f" (reset {seconds(reset['phases']['reset']['p50'])}) vs "
         f"{seconds(fresh['cold_start']['p50'])} (create)" in text
     )

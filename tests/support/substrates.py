@@ -159,7 +159,7 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
     args = [f"--substrate={name}"]
     args += [f"--substrate-opt={name}.{key}={value}" for key, value in options.items()]
     if name in ("docker", "bwrap"):
-        request.getfixturevalue("sandbox_image")
+        request.getfixturevalue("bwrap_ready" if name == "bwrap" else "sandbox_image")
         if "runtime" in options:
             request.getfixturevalue("runsc_runtime")
     elif name == "k8s":
@@ -227,7 +227,7 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     if name == "bwrap":
         from pytest_rollout_tax.substrates.bwrap import BwrapSubstrate
 
-        return BwrapSubstrate(image=fixture("sandbox_image"), **session)
+        return BwrapSubstrate(image=fixture("bwrap_ready"), **session)
     if name in ("k8s", "k8s-live"):
         from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 
