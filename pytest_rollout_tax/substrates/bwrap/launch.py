@@ -2,11 +2,12 @@
 
 A sandbox is ``unshare`` making a user and mount namespace (this user mapped to root), where
 an overlay of the exported root and the sandbox's own layer is mounted, then ``bwrap`` making
-the user, PID, IPC, UTS, cgroup and network namespaces around a keepalive (``cat`` of a pipe
-this process holds). When that pipe closes (the sandbox is deleted, or this process dies, even
-by SIGKILL) the keepalive ends, the PID namespace's init with it, and the kernel kills every
-process left inside; the mount namespace, and the overlay with it, goes with the last one.
-Steps enter the namespaces with ``nsenter``. Nothing needs root.
+the user, PID, IPC, UTS, cgroup and network namespaces around a keepalive that reads a pipe
+this process holds. Deleting the sandbox kills the init of its PID namespace, and the kernel
+kills every process inside; if this process dies instead (even by SIGKILL) the pipe closes and
+the keepalive kills every process of the namespace (``kill -9 -1``), whereupon its init ends.
+The mount namespace, and the overlay with it, goes with the last process. Steps enter the
+namespaces with ``nsenter``. Nothing needs root.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ MOUNT = (
     'mount -t overlay overlay -o "lowerdir=$1,upperdir=$2/upper,workdir=$2/work" "$2/root" '
     '|| exit 125; shift 2; exec "$@"'
 )
+#: The sandbox's first process: waits for the end of the pipe, then kills every other process
+#: of its PID namespace (but the init, which then ends).
+KEEPALIVE = ("sh", "-c", "cat >/dev/null; kill -9 -1")
 #: How long a launch may take to say where its sandbox runs.
 LAUNCH_TIMEOUT_S = 30.0
 #: How long a sandbox may take to end once its pipe closed, before it is killed.
@@ -57,6 +61,8 @@ class BwrapHandle(Handle):
     launch: subprocess.Popen
     #: The keepalive's PID on this host: steps enter its namespaces.
     pid: int
+    #: The PID namespace's init on this host: killing it ends the sandbox.
+    init: int
     #: The variables every command starts with.
     env: dict[str, str]
     #: ``prlimit`` before every command (empty: no limit).
@@ -94,7 +100,7 @@ def launch(
         *[arg for path in binds for arg in ("--ro-bind", path, path)],
         "--hostname", "rollout-tax", "--chdir", workdir, "--clearenv",
         "--info-fd", str(info_write),
-        "--", *limits, "cat",
+        "--", *limits, *KEEPALIVE,
     ]  # fmt: skip
     argv = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
     argv += ["--", "sh", "-c", MOUNT, "sh", str(root), str(layer), *bwrap]
@@ -117,25 +123,26 @@ def launch(
         finally:
             os.close(info_write)
     try:
-        pid = _sandbox_pid(info_read, process)
+        init, pid = _sandbox_pids(info_read, process)
     except BaseException:
         end(process, None)
         raise SandboxStartError(f"{name}: the sandbox did not start: {why_not(layer)}") from None
-    (layer / "pid").write_text(f"{pid} {start_tick(pid)}\n")
+    (layer / "pid").write_text(f"{init} {start_tick(init)}\n")
     return BwrapHandle(
         id=layer.name,
         workdir=workdir,
         layer=layer,
         launch=process,
         pid=pid,
+        init=init,
         env={"PATH": PATH, "HOME": "/root", "LANG": "C.UTF-8"} | env,
         limits=limits,
         substrate=name,
     )
 
 
-def _sandbox_pid(info: int, process: subprocess.Popen) -> int:
-    """The keepalive's PID: bwrap names its PID namespace's init, whose one child it is."""
+def _sandbox_pids(info: int, process: subprocess.Popen) -> tuple[int, int]:
+    """The PIDs of the namespace's init (bwrap names it) and of the keepalive, its child."""
     data = b""
     with os.fdopen(info, "rb") as stream:
         data = stream.read()
@@ -145,7 +152,7 @@ def _sandbox_pid(info: int, process: subprocess.Popen) -> int:
         with contextlib.suppress(OSError):
             children = Path(f"/proc/{init}/task/{init}/children").read_text().split()
             if children:
-                return int(children[0])
+                return init, int(children[0])
         if process.poll() is not None:
             break
         time.sleep(0.0005)
@@ -172,18 +179,18 @@ def enter(handle: BwrapHandle, argv: Sequence[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def end(process: subprocess.Popen, pid: int | None) -> None:
-    """End a sandbox: close its pipe (the keepalive ends, and the kernel kills whatever else
-    runs inside), and kill it if it has not ended soon after."""
+def end(process: subprocess.Popen, init: int | None) -> None:
+    """End a sandbox: kill the init of its PID namespace (the kernel kills every process
+    inside), close its pipe, and wait for the launch to end (killed if it does not soon)."""
+    if init is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(init, signal.SIGKILL)
     with contextlib.suppress(OSError):
         if process.stdin is not None:
             process.stdin.close()
     try:
         process.wait(END_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
@@ -199,8 +206,8 @@ def start_tick(pid: int) -> int:
 
 
 def kill_recorded(layer: Path) -> None:
-    """Kill the sandbox whose keepalive ``layer/pid`` records, if that process still runs
-    (a reap, after its session died: the pipe's end should have ended it already)."""
+    """Kill the sandbox whose init ``layer/pid`` records, if that process still runs (a reap,
+    after its session died: the pipe's end should have ended it already)."""
     with contextlib.suppress(OSError, ValueError):
         pid, tick = (int(field) for field in (layer / "pid").read_text().split())
         if start_tick(pid) == tick:

@@ -100,11 +100,11 @@ class BwrapSubstrate(Substrate):
     def _reset(self, handle: launch.BwrapHandle, clock: PhaseClock) -> None:
         """End the sandbox (every process in it), drop its layer, start it again on the same
         directory: /tmp is a tmpfs of each start, the workdir the image's."""
-        launch.end(handle.launch, handle.pid)
+        launch.end(handle.launch, handle.init)
         for part in ("upper", "work"):
             rootfs.remove_tree(handle.layer / part)
         fresh = self._launch(handle.layer)
-        handle.launch, handle.pid = fresh.launch, fresh.pid
+        handle.launch, handle.pid, handle.init = fresh.launch, fresh.pid, fresh.init
 
     def _transport(self, handle: launch.BwrapHandle) -> Transport:
         if self.options.transport == "session":
@@ -112,7 +112,7 @@ class BwrapSubstrate(Substrate):
         return BwrapExec(handle)
 
     def destroy(self, handle: launch.BwrapHandle) -> None:
-        launch.end(handle.launch, handle.pid)
+        launch.end(handle.launch, handle.init)
         rootfs.remove_tree(handle.layer)
 
     def reap(self, session_id: str | None = None) -> int:
