@@ -91,9 +91,12 @@ def _export(api: object, image: str, root: Path, workdir: str) -> None:
 
 
 def remove_tree(path: Path) -> None:
-    """Remove ``path`` whole, its read-only directories too (an overlay's work directory)."""
+    """Remove ``path`` whole, its read-only directories too (an overlay's work directory);
+    nothing if it is gone already (a reap came first)."""
 
-    def writable(function: object, failed: str, _: object) -> None:
+    def writable(function: object, failed: str, error: tuple) -> None:
+        if isinstance(error[1], FileNotFoundError):
+            return
         os.chmod(os.path.dirname(failed), 0o700)
         if os.path.isdir(failed) and not os.path.islink(failed):
             os.chmod(failed, 0o700)
