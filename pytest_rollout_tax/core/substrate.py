@@ -37,8 +37,7 @@ from .transport import OUTPUT_CAP, Transport, without_userinfo
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
 CLAIM_PHASE = "claim"
-#: The phase a reused sandbox records as its cold start (``reuse="reset"``).
-RESET_PHASE = "reset"
+RESET_PHASE = "reset"  #: the phase of a reused sandbox's cold start (``reuse="reset"``)
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
 
 
@@ -51,8 +50,7 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
-    #: ``fresh`` (a new sandbox per rollout) or ``reset`` (a sandbox an earlier rollout used,
-    #: reset to the clean image: phase ``reset``), on substrates that can reset one.
+    #: ``fresh`` (a new sandbox per rollout) or ``reset`` (a used one reset: phase ``reset``).
     reuse: str = "fresh"
     #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
     price: PriceOptions = field(default_factory=PriceOptions)
@@ -164,8 +162,7 @@ class Substrate(ABC):
     Options: ClassVar[type]
     #: The transports it offers, the default first.
     transports: ClassVar[tuple[str, ...]] = ("exec",)
-    #: Whether it can reset a used sandbox to the clean image (:meth:`_reset`, ``reuse``).
-    resets: ClassVar[bool] = False
+    resets: ClassVar[bool] = False  #: whether it can reset a used sandbox (:meth:`_reset`)
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
@@ -244,8 +241,7 @@ class Substrate(ABC):
         raise NotImplementedError(f"{self.kind} has no snapshots")
 
     def _reset(self, handle: Handle, clock: PhaseClock) -> None:
-        """Reset a used environment to the clean image: its processes killed, its writable
-        layer dropped, /tmp and the workdir emptied (``reuse="reset"``)."""
+        """Reset a used environment to the clean image (``reuse="reset"``)."""
         raise NotImplementedError(f"{self.kind} cannot reset a sandbox")
 
     def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
@@ -386,27 +382,33 @@ class Substrate(ABC):
             self._ready(rollout, clock)
         return sandbox
 
-    def reuse(self, handle: Handle, rollout: Rollout, *, timeout: float | None) -> Sandbox:
-        """``handle``, a sandbox an earlier rollout used, reset for ``rollout``: its cold
-        start is the reset (phase ``reset``), a new transport's opening and the first no-op."""
+    def reuse(
+        self, handle: Handle, rollout: Rollout, *, timeout: float | None, kept: Any = None
+    ) -> Sandbox:
+        """``handle``, a sandbox an earlier rollout used, reset for ``rollout``: its cold start
+        is the reset (phase ``reset``), its transport's opening (none if ``kept``, a session
+        the reset spared) and the first no-op."""
         rollout = self.describe(rollout)
         clock = PhaseClock(rollout.phases)
         rollout.stamp("create")
         try:
             self._reset(handle, clock)
-        except RolloutTaxError:
-            raise
         except Exception as exc:
             raise SandboxStartError(f"{self.name}: reset: {type(exc).__name__}: {exc}") from exc
         clock.mark(RESET_PHASE)
-        transport = self._transport(handle)
+        transport = kept or self._transport(handle)
         transport.output_cap = self.output_cap
         sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
-            sandbox.transport.open(clock)
+            if kept is None:
+                sandbox.transport.open(clock)
             self._first_exec(sandbox, clock, "first_exec")
             self._ready(rollout, clock)
         return sandbox
+
+    def keeps_session(self, handle: Handle) -> bool:
+        """Whether a reset of ``handle`` spares its session's shell (``reuse="reset"``)."""
+        return False
 
     def describe(self, rollout: Rollout) -> Rollout:
         """``rollout`` with this substrate's kind, transport, runtime and price filled in, and

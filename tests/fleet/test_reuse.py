@@ -70,6 +70,10 @@ def test_every_reuse_is_the_clean_image_again(recycler):
         with recycler.start(rollout, timeout=60) as sandbox:
             assert sandbox.id == used  # the same sandbox, reused
             assert RESET_PHASE in rollout.phases and "create" not in rollout.phases
+            kept = recycler.substrate.keeps_session(sandbox.handle)  # docker's, from the host
+            assert kept == (recycler.name == "docker" and sandbox.transport.name == "session")
+            opened = sandbox.transport.name == "session" and not kept  # a session opened again
+            assert ("session" in rollout.phases) == opened
             assert rollout.cold_start_s >= rollout.phases[RESET_PHASE]
             assert sandbox.exec(LOOK).stdout == clean.stdout
             assert sandbox.exec(LEAVE).ok

@@ -186,6 +186,10 @@ class DockerSubstrate(Substrate):
     def _reset(self, handle: DockerHandle, clock: PhaseClock) -> None:
         reset.reset(self.api, handle)
 
+    def keeps_session(self, handle: DockerHandle) -> bool:
+        """A reset from the host spares the session's shell (the helper serving it)."""
+        return self.options.transport == "session" and reset.from_host(self.api, handle)
+
     def destroy(self, handle: DockerHandle) -> None:
         with engine_errors(self.name, f"removing container {handle.id[:12]}"):
             self._remove(handle.id)

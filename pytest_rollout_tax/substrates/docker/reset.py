@@ -46,12 +46,21 @@ GONE_S = 10.0
 def reset(api: Any, handle: DockerHandle) -> None:
     """Reset the container of ``handle`` to its image (see the module's docstring)."""
     with engine_errors(handle.substrate, f"resetting container {handle.id[:12]}"):
-        if handle.host is None:
-            handle.host = _host_view(api, handle.id)
-        if handle.host:
-            _reset_on_host(handle)
+        if from_host(api, handle):
+            spared = set()
+            if handle.session_exec:  # the session's shell (the helper serving it), kept open
+                spared.add(api.exec_inspect(handle.session_exec).get("Pid") or 0)
+            _reset_on_host(handle, spared)
         else:
             _reset_through_engine(api, handle)
+
+
+def from_host(api: Any, handle: DockerHandle) -> bool:
+    """Whether the container of ``handle`` is reset from this host (looked up once)."""
+    if handle.host is None:
+        with engine_errors(handle.substrate, f"inspecting container {handle.id[:12]}"):
+            handle.host = _host_view(api, handle.id)
+    return bool(handle.host)
 
 
 def _host_view(api: Any, container: str) -> dict[str, Any]:
@@ -67,21 +76,21 @@ def _host_view(api: Any, container: str) -> dict[str, Any]:
     return {"pid": pid, "upper": upper, "lower": [p for p in lower.split(":") if p]}
 
 
-def _reset_on_host(handle: DockerHandle) -> None:
+def _reset_on_host(handle: DockerHandle, spared: set[int]) -> None:
     host = handle.host
     pid = host["pid"]
-    _kill_all_but_keepalive(pid)
+    _kill_all_but_keepalive(pid, spared)
     root = f"/proc/{pid}/root"
     for path, kind in _changes(Path(host["upper"])):
         _undo(root, path, kind, host["lower"])
     os.makedirs(root + handle.workdir, exist_ok=True)
 
 
-def _kill_all_but_keepalive(init: int) -> None:
-    """SIGKILL every process in the PID namespace of ``init`` but it and its first child, and
-    wait until they are gone (a zombie holds no file, socket or port any more)."""
+def _kill_all_but_keepalive(init: int, spared: set[int]) -> None:
+    """SIGKILL every process in the PID namespace of ``init`` but it, its first child and
+    ``spared``, and wait until they are gone (a zombie holds no file, socket or port)."""
     namespace = os.stat(f"/proc/{init}/ns/pid").st_ino
-    keep = {init}
+    keep = {init, *spared}
     with contextlib.suppress(OSError, IndexError):
         keep.add(int(Path(f"/proc/{init}/task/{init}/children").read_text().split()[0]))
     killed = []
