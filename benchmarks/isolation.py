@@ -143,8 +143,8 @@ def restore_in_place(api, container_id: str) -> float:
 
 def snapshots(rounds: int, platform: str) -> dict[str, list[float]]:
     """Checkpoint, restore in place and restore into a new container, on gVisor's ``platform``."""
-    plain = get_substrate("docker", **RUNTIMES[platform])
-    restoring = get_substrate("docker", **RUNTIMES[platform], snapshot=True)
+    plain = substrate_of(platform)
+    restoring = substrate_of(platform, snapshot=True)
     out: dict[str, list[float]] = {"checkpoint": [], "restore in place": [], "restore new": []}
     try:
         for _ in range(rounds):
