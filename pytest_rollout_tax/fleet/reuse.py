@@ -84,7 +84,7 @@ class Recycler:
             with contextlib.suppress(Exception):  # the reaper is the backstop
                 self.substrate.destroy(handle)
 
-    def _keep_session(self, handle: Handle, session: Transport) -> None:
+    def keep_session(self, handle: Handle, session: Transport) -> None:
         """Keep ``session`` open with ``handle`` (closed at once after :meth:`close`)."""
         with self._lock:
             if not self._closed:
@@ -112,4 +112,4 @@ class _Kept(Transport):
         return self.inner.read(path, timeout=timeout)
 
     def close(self) -> None:
-        self._recycler._keep_session(self._handle, self.inner)
+        self._recycler.keep_session(self._handle, self.inner)

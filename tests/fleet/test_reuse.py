@@ -87,3 +87,33 @@ def test_a_substrate_that_cannot_reset_says_so_in_one_line(tmp_path):
         from pytest_rollout_tax.substrates.bwrap import BwrapSubstrate
 
         BwrapSubstrate(reuse="again")
+
+
+def test_docker_resets_through_the_engine_where_the_host_cannot(sandbox_image, monkeypatch):
+    """Without access to the engine's data (another driver, a remote engine, not root): one
+    exec kills every process but the keepalive and removes what the engine's diff lists as
+    added; the session is then opened again (nothing of it was spared)."""
+    from pytest_rollout_tax.substrates.docker import DockerSubstrate, reset
+
+    monkeypatch.setattr(reset, "_host_view", lambda api, container: {})
+    substrate = DockerSubstrate(image=sandbox_image, reuse="reset", transport="session")
+    recycler = Recycler(substrate)
+    try:
+        left = (
+            "echo left > leak.txt && echo left > /tmp/leak && (setsid sleep 3218 >/dev/null 2>&1 &)"
+        )
+        look = (
+            "ls -A; ls -A /tmp | grep -v '^[.]rtx-step-'; "
+            "grep -la '[s]leep.3218' /proc/[0-9]*/cmdline"
+        )
+        with recycler.start(Rollout(substrate="x"), timeout=60) as first:
+            clean = first.exec(look).stdout
+            assert first.exec(left).ok
+        rollout = Rollout(substrate="x")
+        with recycler.start(rollout, timeout=60) as sandbox:
+            assert not substrate.keeps_session(sandbox.handle) and "session" in rollout.phases
+            assert sandbox.exec(look).stdout == clean
+    finally:
+        recycler.close()
+        substrate.reap(substrate.session_id)
+        substrate.close()

@@ -22,7 +22,7 @@ from ...core.record import PhaseClock
 from ...core.shell import ShellTransport
 from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
 from ...core.transport import Transport
-from ...errors import SubstrateUnavailable
+from ...errors import SandboxStartError, SubstrateUnavailable
 from ..docker.lifecycle import OWNER_LABEL, USER_LABEL, current_user
 from . import launch, rootfs
 from .options import BwrapOptions
@@ -82,10 +82,13 @@ class BwrapSubstrate(Substrate):
         return handle
 
     def _launch(self, layer: Path) -> launch.BwrapHandle:
+        """A sandbox on ``layer`` (its directory is removed if it cannot start)."""
         try:
+            if self._root is None:  # a sandbox is started only after _prepare
+                raise SandboxStartError(f"{self.name}: the image's root is not exported")
             return launch.launch(
                 name=self.name,
-                root=self._root or Path("/nonexistent"),
+                root=self._root,
                 layer=layer,
                 workdir=self.options.workdir,
                 network=self.options.network,

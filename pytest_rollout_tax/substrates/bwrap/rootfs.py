@@ -46,7 +46,7 @@ def exported(name: str, image: str, cache: Path, workdir: str) -> Path:
         root = cache / "roots" / image_id.removeprefix("sha256:")[:24]
         if not root.is_dir():
             try:
-                _export(client.api, image, root, workdir)
+                _export(name, client.api, image, root, workdir)
             except ENGINE_ERRORS as exc:
                 raise SubstrateUnavailable(
                     f"{name}: exporting image {image} failed: {root_cause(exc)}"
@@ -56,7 +56,7 @@ def exported(name: str, image: str, cache: Path, workdir: str) -> Path:
         client.close()
 
 
-def _export(api: object, image: str, root: Path, workdir: str) -> None:
+def _export(name: str, api: object, image: str, root: Path, workdir: str) -> None:
     """Unpack ``image`` into ``root`` (through a directory beside it, then one rename)."""
     root.parent.mkdir(parents=True, exist_ok=True)
     container = api.create_container(image, command=["true"], labels={"rollout-tax.io/export": ""})
@@ -77,7 +77,7 @@ def _export(api: object, image: str, root: Path, workdir: str) -> None:
             untar.wait()
         if untar.returncode != 0:
             why = errors.decode("utf-8", "replace").strip().splitlines()[-1:] or ["tar failed"]
-            raise SubstrateUnavailable(f"unpacking image {image} failed: {why[0]}")
+            raise SubstrateUnavailable(f"{name}: unpacking image {image} failed: {why[0]}")
         (work / workdir.lstrip("/")).mkdir(parents=True, exist_ok=True)
         try:
             os.rename(work, root)

@@ -28,7 +28,6 @@ from ...core.transport import (
     timeout_wrapped,
     was_timed_out,
 )
-from ...errors import SandboxError
 from ..local import _kill_group, _read_capped
 from .launch import BwrapHandle, enter
 
@@ -148,12 +147,3 @@ class BwrapShell(Duplex):
             with contextlib.suppress(OSError):
                 pipe.close()
         process.wait()
-
-
-def check_output(handle: BwrapHandle, argv: list[str]) -> bytes:
-    """Run ``argv`` in the sandbox; its stdout, or SandboxError with its stderr."""
-    done = subprocess.run(enter(handle, argv), capture_output=True, timeout=60, check=False)
-    if done.returncode != 0:
-        why = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
-        raise SandboxError(f"{handle.substrate}: {why}")
-    return done.stdout
