@@ -19,8 +19,10 @@ from pytest_rollout_tax.substrates.docker.lifecycle import OWNER_LABEL, USER_LAB
 
 
 @pytest.fixture(scope="module")
-def bwrap(bwrap_ready):
-    substrate = BwrapSubstrate(image=bwrap_ready, memory="1g")
+def bwrap(bwrap_ready, tmp_path_factory):
+    """A substrate with a cache of its own: reaping any session sees only this module's."""
+    cache = tmp_path_factory.mktemp("bwrap-cache")
+    substrate = BwrapSubstrate(image=bwrap_ready, memory="1g", cache=str(cache))
     yield substrate
     substrate.reap(substrate.session_id)
     substrate.close()
@@ -53,7 +55,7 @@ def test_reaping_any_session_spares_a_live_one(bwrap):
     with bwrap.start(timeout=60) as sandbox:
         assert bwrap.reap(None) == 0  # its session, this process, is alive
         assert sandbox.exec("true").ok
-        other = BwrapSubstrate(image=bwrap.options.image, session_id=new_id())
+        other = BwrapSubstrate(cache=bwrap.options.cache, session_id=new_id())
         assert other.reap(other.session_id) == 0  # another session's scope: not this one
         assert bwrap.reap(bwrap.session_id) == 1
         assert not (bwrap.sandboxes / sandbox.id).exists()
