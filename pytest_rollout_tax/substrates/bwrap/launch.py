@@ -13,8 +13,10 @@ namespaces with ``nsenter``. Nothing needs root.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -72,7 +74,13 @@ class BwrapHandle(Handle):
 
 def limits_of(memory: str | None) -> list[str]:
     """``prlimit`` arguments for the limits asked for (only what needs no root)."""
-    return ["prlimit", f"--as={memory_bytes(memory)}", "--"] if memory else []
+    return [host_tool("prlimit"), f"--as={memory_bytes(memory)}", "--"] if memory else []
+
+
+@functools.cache
+def host_tool(name: str) -> str:
+    """The path of ``name`` on this host (steps run with the sandbox's PATH, not this one)."""
+    return shutil.which(name) or name
 
 
 def launch(
@@ -169,13 +177,12 @@ def why_not(layer: Path) -> str:
 
 
 def enter(handle: BwrapHandle, argv: Sequence[str]) -> list[str]:
-    """``argv`` run inside the sandbox, in all its namespaces and its root, with its variables
-    alone."""
-    variables = [f"{key}={value}" for key, value in handle.env.items()]
+    """``argv`` run inside the sandbox, in all its namespaces and its root (run it with
+    ``env=handle.env`` alone: ``nsenter`` hands its environment on)."""
     return [
         *handle.limits,
-        "nsenter", "-t", str(handle.pid), "-U", "-m", "-i", "-u", "-n", "-p", "-C", "-r", "-w",
-        "--preserve-credentials", "--", "/usr/bin/env", "-i", *variables, *argv,
+        host_tool("nsenter"), "-t", str(handle.pid),
+        "-U", "-m", "-i", "-u", "-n", "-p", "-C", "-r", "-w", "--preserve-credentials", "--", *argv,
     ]  # fmt: skip
 
 

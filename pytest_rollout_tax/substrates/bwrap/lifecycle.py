@@ -38,6 +38,10 @@ CHECK = (
 )
 
 
+#: What it runs on this host: bubblewrap's, and util-linux's.
+TOOLS = ("bwrap", "unshare", "nsenter", "prlimit")
+
+
 class BwrapSubstrate(Substrate):
     """Sandboxes made by bubblewrap on this host, rooted in a Docker image's filesystem."""
 
@@ -137,8 +141,8 @@ class BwrapSubstrate(Substrate):
 def check_kernel(name: str, where: Path) -> None:
     """SubstrateUnavailable in one line, saying which and what to do, unless this user can make
     a user namespace, mount an overlay in it and run bwrap's namespaces."""
-    if shutil.which("bwrap") is None or shutil.which("unshare") is None:
-        missing = "bwrap" if shutil.which("bwrap") is None else "unshare"
+    missing = next((t for t in TOOLS if shutil.which(t) is None), None)
+    if missing is not None:
         raise SubstrateUnavailable(
             f"{name}: {missing} is not installed: run scripts/ensure-bwrap "
             "(apt-get install bubblewrap util-linux)"

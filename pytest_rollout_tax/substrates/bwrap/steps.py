@@ -91,6 +91,7 @@ class BwrapExec(Transport):
     def _spawn(self, argv: list[str], *, stdin: int | None) -> subprocess.Popen:
         return subprocess.Popen(
             enter(self._handle, argv),
+            env=self._handle.env,
             stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -104,6 +105,7 @@ class BwrapShell(Duplex):
     def __init__(self, handle: BwrapHandle) -> None:
         self._process = subprocess.Popen(
             enter(handle, SHELL),
+            env=handle.env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
