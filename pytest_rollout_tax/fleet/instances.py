@@ -75,7 +75,8 @@ class Substrates:
     ) -> Sandbox:
         """A fresh sandbox of ``name`` for ``rollout``, prepared if asked: claimed from its
         warm pool if it has one (``pool=K``; ``prepare`` then runs on the claimed sandbox, in
-        its cold start, as phase ``prepare``), else cold-started."""
+        its cold start, as phase ``prepare``); with ``reuse="reset"`` (and no ``prepare``), a
+        used one reset (fleet/reuse.py); else cold-started."""
         substrate = self.get(name)
         if substrate.options.reuse == "reset" and prepare is None:
             recycler = self._recyclers.setdefault(name, Recycler(substrate))
