@@ -108,9 +108,11 @@ def cold_start(runtime: str) -> Callable[[], float]:
     return sample
 
 
-def reset_start(runtime: str) -> Callable[[], float]:
-    """The cold start of a rollout that gets a used sandbox, reset (the first sample made it)."""
+def reset_start(runtime: str, recyclers: list[Recycler]) -> Callable[[], float]:
+    """The cold start of a rollout that gets a used sandbox, reset (a first rollout made it);
+    the recycler goes in ``recyclers``, to be closed (its kept sandbox deleted) at the end."""
     recycler = Recycler(substrate_of(runtime, reuse="reset"))
+    recyclers.append(recycler)
     with recycler.start(Rollout(substrate=runtime), timeout=None) as sandbox:
         assert sandbox.exec("echo used > used && (sleep 600 >/dev/null 2>&1 &)").ok
 
@@ -180,8 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     cold = interleaved_all(args.rounds, {rt: cold_start(rt) for rt in RUNTIMES})
     results["cold start"] = {rt: p50(cold[rt]) for rt in RUNTIMES}
     fresh_and_reset = {"runc": cold_start("runc"), "bwrap": cold_start("bwrap")}
-    fresh_and_reset |= {f"{rt} reset": reset_start(rt) for rt in ("runc", "bwrap")}
-    resets = interleaved_all(args.rounds, fresh_and_reset)
+    recyclers: list[Recycler] = []
+    try:
+        fresh_and_reset |= {f"{rt} reset": reset_start(rt, recyclers) for rt in ("runc", "bwrap")}
+        resets = interleaved_all(args.rounds, fresh_and_reset)
+    finally:
+        for recycler in recyclers:
+            recycler.close()
+            recycler.substrate.close()
     reset_p50 = {name: p50(samples) for name, samples in resets.items()}
 
     boxes = {
