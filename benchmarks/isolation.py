@@ -1,4 +1,4 @@
-"""What gVisor costs next to runc, in one interleaved run on one engine and one image.
+"""What gVisor and bubblewrap cost next to runc, in one interleaved run on one image.
 
     python benchmarks/isolation.py [--rounds 10] [--json PATH]
 
@@ -6,7 +6,10 @@ Every round takes one sample of each path, in reverse order every other round (A
 that drift in the machine's load hits all alike. Medians (p50) of:
 
 - cold start: ``Substrate.start()`` (create, start, first no-op) on ``runtime=runc`` and
-  ``runtime=runsc`` on each of gVisor's platforms, ``systrap`` (its default) and ``ptrace``;
+  ``runtime=runsc`` on each of gVisor's platforms, ``systrap`` (its default) and ``ptrace``,
+  and on the ``bwrap`` substrate (the same image's root under a layer of its own);
+- reset against fresh (``reuse="reset"``): the cold start of a rollout that gets a used
+  sandbox, reset (phase ``reset``), on docker (runc) and bwrap, beside their fresh one;
 - action: the no-op probe (what the report's ``action`` is) on each and on both transports;
 - commands an agent runs, each one step on the ``exec`` transport: Python importing stdlib
   modules, 300 fork+exec, file I/O (500 files written and read back by Python), ``git status``
@@ -15,7 +18,9 @@ that drift in the machine's load hits all alike. Medians (p50) of:
   commit of its disk), its restore in the same container, and a restore into a new container (the
   ``docker.snapshot`` variant's cold start, phases ``create`` + ``restore`` + ``first_exec``).
 
-The ratios are each platform's p50 over runc's: the floor is runc, measured in the same run.
+The ratios are each column's p50 over runc's: the floor is runc, measured in the same run;
+the acceptance lines compare bwrap's cold start with docker's (at most 0.1x) and a reset
+docker rollout's with a fresh one's (at most 0.25x).
 The machine's load (``os.getloadavg``) before and after, and gVisor's release, are printed
 with the table, and a warning when the run starts at a load of 1 or more. A benchmark to
 read, not a timed test. Needs the engine scripts/ensure-docker starts (runsc, runsc-systrap
@@ -35,18 +40,24 @@ from collections.abc import Callable
 from sampling import interleaved_all
 
 from pytest_rollout_tax import Sandbox, get_substrate
+from pytest_rollout_tax.core.record import Rollout
 from pytest_rollout_tax.core.substrate import Prepare
+from pytest_rollout_tax.fleet.reuse import Recycler
 from pytest_rollout_tax.substrates.docker import snapshot
 
 #: The 1-minute load average below which a machine counts as quiet.
 QUIET_LOAD = 1.0
 
-#: What is compared, as docker options: runc, the floor, and gVisor on each platform.
+#: What is compared, as a substrate and its options: runc (the floor), gVisor on each
+#: platform, and bubblewrap.
 RUNTIMES = {
-    "runc": {"runtime": "runc"},
-    "systrap": {"runtime": "runsc", "platform": "systrap"},
-    "ptrace": {"runtime": "runsc", "platform": "ptrace"},
+    "runc": ("docker", {"runtime": "runc"}),
+    "systrap": ("docker", {"runtime": "runsc", "platform": "systrap"}),
+    "ptrace": ("docker", {"runtime": "runsc", "platform": "ptrace"}),
+    "bwrap": ("bwrap", {}),
 }
+#: The acceptance ratios: bwrap's cold start against docker's, a reset against a fresh one.
+BWRAP_BOUND, RESET_BOUND = 0.1, 0.25
 GVISOR = ("systrap", "ptrace")
 TRANSPORTS = ("exec", "session")
 COMMANDS = {
@@ -82,12 +93,35 @@ def timed(action: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def substrate_of(runtime: str, **options: object):
+    kind, given = RUNTIMES[runtime]
+    return get_substrate(kind, **given, **options)
+
+
 def cold_start(runtime: str) -> Callable[[], float]:
-    substrate = get_substrate("docker", **RUNTIMES[runtime])
+    substrate = substrate_of(runtime)
 
     def sample() -> float:
         with substrate.start() as sandbox:
             return sandbox.rollout.cold_start_s
+
+    return sample
+
+
+def reset_start(runtime: str, recyclers: list[Recycler]) -> Callable[[], float]:
+    """The cold start of a rollout that gets a used sandbox, reset (a first rollout made it);
+    the recycler goes in ``recyclers``, to be closed (its kept sandbox deleted) at the end."""
+    recycler = Recycler(substrate_of(runtime, reuse="reset"))
+    recyclers.append(recycler)
+    with recycler.start(Rollout(substrate=runtime), timeout=None) as sandbox:
+        assert sandbox.exec("echo used > used && (sleep 600 >/dev/null 2>&1 &)").ok
+
+    def sample() -> float:
+        rollout = Rollout(substrate=runtime)
+        with recycler.start(rollout, timeout=None) as sandbox:
+            assert sandbox.exec("echo used > used && (sleep 600 >/dev/null 2>&1 &)").ok
+        assert "reset" in rollout.phases
+        return rollout.cold_start_s
 
     return sample
 
@@ -111,8 +145,8 @@ def restore_in_place(api, container_id: str) -> float:
 
 def snapshots(rounds: int, platform: str) -> dict[str, list[float]]:
     """Checkpoint, restore in place and restore into a new container, on gVisor's ``platform``."""
-    plain = get_substrate("docker", **RUNTIMES[platform])
-    restoring = get_substrate("docker", **RUNTIMES[platform], snapshot=True)
+    plain = substrate_of(platform)
+    restoring = substrate_of(platform, snapshot=True)
     out: dict[str, list[float]] = {"checkpoint": [], "restore in place": [], "restore new": []}
     try:
         for _ in range(rounds):
@@ -147,11 +181,19 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, float]] = {}
     cold = interleaved_all(args.rounds, {rt: cold_start(rt) for rt in RUNTIMES})
     results["cold start"] = {rt: p50(cold[rt]) for rt in RUNTIMES}
+    fresh_and_reset = {"runc": cold_start("runc"), "bwrap": cold_start("bwrap")}
+    recyclers: list[Recycler] = []
+    try:
+        fresh_and_reset |= {f"{rt} reset": reset_start(rt, recyclers) for rt in ("runc", "bwrap")}
+        resets = interleaved_all(args.rounds, fresh_and_reset)
+    finally:
+        for recycler in recyclers:
+            recycler.close()
+            recycler.substrate.close()
+    reset_p50 = {name: p50(samples) for name, samples in resets.items()}
 
     boxes = {
-        (rt, tr): get_substrate("docker", **RUNTIMES[rt], transport=tr).start()
-        for rt in RUNTIMES
-        for tr in TRANSPORTS
+        (rt, tr): substrate_of(rt, transport=tr).start() for rt in RUNTIMES for tr in TRANSPORTS
     }
     release = boxes["systrap", "exec"].substrate.runtime_release
     try:
@@ -177,20 +219,33 @@ def main(argv: list[str] | None = None) -> int:
     load_after = os.getloadavg()
     print(f"gVisor (runsc) {release}; load average (1, 5, 15 min) before {load_before}, "
           f"after {load_after}, on {os.cpu_count()} CPUs")  # fmt: skip
-    print("| path | runc p50 | systrap p50 | ptrace p50 | systrap / runc | ptrace / runc |")
-    print("|---|---|---|---|---|---|")
+    others = [rt for rt in RUNTIMES if rt != "runc"]
+    print("| path | runc p50 | " + " | ".join(f"{rt} p50" for rt in others) + " | "
+          + " | ".join(f"{rt} / runc" for rt in others) + " |")  # fmt: skip
+    print("|---" * (2 + 2 * len(others)) + "|")
     for name, by in results.items():
-        runc, systrap, ptrace = by["runc"], by["systrap"], by["ptrace"]
-        print(f"| {name} | {runc * 1e3:.1f} ms | {systrap * 1e3:.1f} ms | {ptrace * 1e3:.1f} ms "
-              f"| {systrap / runc:.2f}x | {ptrace / runc:.2f}x |")  # fmt: skip
+        print(f"| {name} | {by['runc'] * 1e3:.1f} ms | "
+              + " | ".join(f"{by[rt] * 1e3:.1f} ms" for rt in others) + " | "
+              + " | ".join(f"{by[rt] / by['runc']:.3f}x" for rt in others) + " |")  # fmt: skip
     for name in snap["systrap"]:
         systrap, ptrace = p50(snap["systrap"][name]), p50(snap["ptrace"][name])
-        print(f"| {name} | | {systrap * 1e3:.0f} ms | {ptrace * 1e3:.0f} ms | | |")
+        print(f"| {name} | | {systrap * 1e3:.0f} ms | {ptrace * 1e3:.0f} ms | | | | | |")
+    print("\n| reset against fresh | fresh p50 | reset p50 | reset / fresh |\n|---|---|---|---|")
+    for rt in ("runc", "bwrap"):
+        fresh, reset = reset_p50[rt], reset_p50[f"{rt} reset"]
+        print(f"| {rt} | {fresh * 1e3:.1f} ms | {reset * 1e3:.1f} ms | {reset / fresh:.3f}x |")
+    bwrap_ratio = results["cold start"]["bwrap"] / results["cold start"]["runc"]
+    reset_ratio = reset_p50["runc reset"] / reset_p50["runc"]
+    checks = [("bwrap cold start / docker's", bwrap_ratio, BWRAP_BOUND),
+              ("docker reset cold start / fresh", reset_ratio, RESET_BOUND)]  # fmt: skip
+    for what, got, bound in checks:
+        print(f"{what}: {got:.3f}x (bound {bound}x): {'met' if got <= bound else 'NOT met'}")
     if args.json:
         medians = {platform: {k: p50(v) for k, v in got.items()} for platform, got in snap.items()}
         with open(args.json, "w") as out:
             json.dump({"p50_s": results, "snapshots_p50_s": medians, "release": release,
-                       "load": [load_before, load_after]}, out, indent=1)  # fmt: skip
+                       "reset_p50_s": reset_p50, "load": [load_before, load_after]},
+                      out, indent=1)  # fmt: skip
     return 0
 
 

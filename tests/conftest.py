@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from support.agent_sandbox_api import claims_api, claims_kubeconfig
 from support.daytona_server import daytona_env, daytona_server
-from support.docker_engine import docker_client, experimental_runsc, runsc_runtime, sandbox_image
+from support.docker_engine import (
+    bwrap_ready,
+    docker_client,
+    experimental_runsc,
+    runsc_runtime,
+    sandbox_image,
+)
 from support.e2b_server import e2b_env, e2b_server
 from support.ec2_moto import (
     ec2_aws_env,
@@ -26,6 +32,7 @@ from support.prometheus import prometheus
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
+    "bwrap_ready",
     "claims_api",
     "claims_kubeconfig",
     "daytona_env",

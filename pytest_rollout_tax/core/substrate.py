@@ -37,6 +37,7 @@ from .transport import OUTPUT_CAP, Transport, without_userinfo
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
 CLAIM_PHASE = "claim"
+RESET_PHASE = "reset"  #: the phase of a reused sandbox's cold start (``reuse="reset"``)
 ROLLOUT_LABEL = "rollout-tax.io/rollout"
 
 
@@ -49,6 +50,8 @@ class SubstrateOptions:
     transport: str = "exec"
     #: Sandboxes kept started in the background for rollouts to claim (0: no warm pool).
     pool: int = 0
+    #: ``fresh`` (a new sandbox per rollout) or ``reset`` (a used one reset: phase ``reset``).
+    reuse: str = "fresh"
     #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
     price: PriceOptions = field(default_factory=PriceOptions)
 
@@ -159,6 +162,7 @@ class Substrate(ABC):
     Options: ClassVar[type]
     #: The transports it offers, the default first.
     transports: ClassVar[tuple[str, ...]] = ("exec",)
+    resets: ClassVar[bool] = False  #: whether it can reset a used sandbox (:meth:`_reset`)
     #: The real service runs elsewhere (E2B, AWS): a control plane on this machine is a stand-in.
     hosted: ClassVar[bool] = False
     #: The OCI runtime sandboxes run under (``runc``, ``runsc``), where the substrate has one.
@@ -190,6 +194,11 @@ class Substrate(ABC):
         pool = LIMITS["SUBSTRATE.pool"]
         if not pool.low <= parsed.pool <= pool.high:
             raise ConfigError(f"{owner}.pool={parsed.pool}: expected {pool.text()} (0: no pool)")
+        if parsed.reuse not in ("fresh", "reset") or (parsed.reuse == "reset" and not cls.resets):
+            can = "fresh or reset" if cls.resets else f"fresh ({cls.kind} cannot reset a sandbox)"
+            raise ConfigError(f"{owner}.reuse={parsed.reuse!r}: expected {can}")
+        if parsed.reuse == "reset" and parsed.pool:
+            raise ConfigError(f"{owner}.reuse='reset': not with a warm pool (pool={parsed.pool})")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more
@@ -230,6 +239,10 @@ class Substrate(ABC):
     def _restore(self, snapshot: Any, *, labels: dict[str, str], clock: PhaseClock) -> Handle:
         """A new environment restored from ``snapshot``, marking its phases on ``clock``."""
         raise NotImplementedError(f"{self.kind} has no snapshots")
+
+    def _reset(self, handle: Handle, clock: PhaseClock) -> None:
+        """Reset a used environment to the clean image (``reuse="reset"``)."""
+        raise NotImplementedError(f"{self.kind} cannot reset a sandbox")
 
     def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
         """Called once the cold start is measured, untimed: for lookups that must not slow it."""
@@ -368,6 +381,34 @@ class Substrate(ABC):
             self._first_exec(sandbox, clock, CLAIM_PHASE)
             self._ready(rollout, clock)
         return sandbox
+
+    def reuse(
+        self, handle: Handle, rollout: Rollout, *, timeout: float | None, kept: Any = None
+    ) -> Sandbox:
+        """``handle``, a sandbox an earlier rollout used, reset for ``rollout``: its cold start
+        is the reset (phase ``reset``), its transport's opening (none if ``kept``, a session
+        the reset spared) and the first no-op."""
+        rollout = self.describe(rollout)
+        clock = PhaseClock(rollout.phases)
+        rollout.stamp("create")
+        try:
+            self._reset(handle, clock)
+        except Exception as exc:
+            raise SandboxStartError(f"{self.name}: reset: {type(exc).__name__}: {exc}") from exc
+        clock.mark(RESET_PHASE)
+        transport = kept or self._transport(handle)
+        transport.output_cap = self.output_cap
+        sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
+        with _closed_on_failure(sandbox):
+            if kept is None:
+                sandbox.transport.open(clock)
+            self._first_exec(sandbox, clock, "first_exec")
+            self._ready(rollout, clock)
+        return sandbox
+
+    def keeps_session(self, handle: Handle) -> bool:
+        """Whether a reset of ``handle`` spares its session's shell (``reuse="reset"``)."""
+        return False
 
     def describe(self, rollout: Rollout) -> Rollout:
         """``rollout`` with this substrate's kind, transport, runtime and price filled in, and

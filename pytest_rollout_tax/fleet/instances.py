@@ -16,6 +16,7 @@ from ..errors import RolloutTaxError, SubstrateUnavailable
 from ..substrates.registry import Registry
 from ..substrates.selection import SubstrateSpec
 from .pool import PoolStats, WarmPool
+from .reuse import Recycler
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ class Substrates:
     _substrates: dict[str, Substrate] = field(default_factory=dict)
     _errors: dict[str, RolloutTaxError] = field(default_factory=dict)
     _warm: dict[str, WarmPool] = field(default_factory=dict)
+    _recyclers: dict[str, Recycler] = field(default_factory=dict)
 
     def validate(self) -> None:
         """Check every spec's options now, so a bad value is a usage error, not N failures.
@@ -73,8 +75,12 @@ class Substrates:
     ) -> Sandbox:
         """A fresh sandbox of ``name`` for ``rollout``, prepared if asked: claimed from its
         warm pool if it has one (``pool=K``; ``prepare`` then runs on the claimed sandbox, in
-        its cold start, as phase ``prepare``), else cold-started."""
+        its cold start, as phase ``prepare``); with ``reuse="reset"`` (and no ``prepare``), a
+        used one reset (fleet/reuse.py); else cold-started."""
         substrate = self.get(name)
+        if substrate.options.reuse == "reset" and prepare is None:
+            recycler = self._recyclers.setdefault(name, Recycler(substrate))
+            return recycler.start(rollout, timeout=timeout)
         warm = self.warm_pool(name)
         if warm is None:
             return substrate.start(rollout, timeout=timeout, prepare=prepare)
@@ -103,6 +109,9 @@ class Substrates:
     def close_pools(self) -> dict[str, PoolStats]:
         """Destroy every unclaimed pooled sandbox, ``pool=K``'s and the pools the substrates'
         services keep (k8s claim mode's); what each pool did, by substrate name."""
+        for recycler in self._recyclers.values():
+            recycler.close()
+        self._recyclers.clear()
         stats = {}
         for name, warm in self._warm.items():
             warm.close()

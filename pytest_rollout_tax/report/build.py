@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, UNBOUND
 from ..core.stats import Stats
+from ..core.substrate import RESET_PHASE
 from ..fleet.pool import PoolStats
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
@@ -237,11 +238,12 @@ NO_TEST_REASON = (
 
 
 def shared_sandboxes(rows: list[Row]) -> list[dict]:
-    """Every sandbox more than one rollout got (an error: a sandbox serves one rollout)."""
+    """Every sandbox more than one rollout got (an error: a sandbox serves one rollout, but
+    for those it served after a reset, ``reuse="reset"``)."""
     users: dict[tuple[str, str], list[str]] = {}
     for row in rows:
         sandbox_id = row.fields.get("sandbox_id")
-        if sandbox_id:
+        if sandbox_id and RESET_PHASE not in (row.fields.get("phases") or {}):
             name = row.fields["test"]  # the test id already names its substrate and round
             users.setdefault((row.fields["substrate"], sandbox_id), []).append(name)
     return [

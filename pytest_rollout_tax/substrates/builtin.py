@@ -12,6 +12,7 @@ def rollout_tax_substrates() -> dict[str, object]:
     return {
         "local": f"{_MODULE}.local:LocalSubstrate",
         "docker": f"{_MODULE}.docker:DockerSubstrate",
+        "bwrap": f"{_MODULE}.bwrap:BwrapSubstrate",
         "k8s": f"{_MODULE}.kubernetes:KubernetesSubstrate",
         "kubernetes": f"{_MODULE}.kubernetes:KubernetesSubstrate",
         "e2b": f"{_MODULE}.e2b:E2BSubstrate",

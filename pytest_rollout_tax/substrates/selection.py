@@ -19,6 +19,9 @@ FLOOR = "local"
 #: overrides their keys (docs/api.md#built-in-variants).
 BUILTIN_VARIANTS: dict[str, dict[str, Any]] = {
     "docker-session": {"kind": "docker", "transport": "session"},
+    "docker-reset": {"kind": "docker", "reuse": "reset"},
+    "bwrap-session": {"kind": "bwrap", "transport": "session"},
+    "bwrap-reset": {"kind": "bwrap", "reuse": "reset"},
     "docker-pool": {"kind": "docker", "pool": 2},
     "docker-gvisor": {"kind": "docker", "runtime": "runsc", "platform": "systrap"},
     "docker-snap": {"kind": "docker", "runtime": "runsc", "platform": "systrap", "snapshot": True},

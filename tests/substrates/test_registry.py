@@ -11,7 +11,9 @@ from pytest_rollout_tax.substrates.registry import Registry
 
 def test_builtins_register_through_the_hook():
     registry = Registry.discover()
-    assert {"local", "docker", "k8s", "kubernetes", "e2b", "ec2", "modal"} <= set(registry.names())
+    assert {"local", "docker", "bwrap", "k8s", "kubernetes", "e2b", "ec2", "modal"} <= set(
+        registry.names()
+    )
     assert registry.load("local") is LocalSubstrate
 
 

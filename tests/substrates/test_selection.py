@@ -13,7 +13,7 @@ from pytest_rollout_tax.substrates.selection import (
 )
 
 KNOWN = ["local", "docker"]
-BUILTINS = ["local", "docker", "k8s", "e2b", "ec2"]
+BUILTINS = ["local", "docker", "bwrap", "k8s", "e2b", "ec2"]
 
 
 def test_names_are_split_on_commas_and_deduplicated():
@@ -136,14 +136,18 @@ def test_the_catalog_knows_registry_names_variants_and_aliases():
 
 def test_the_built_in_variants_work_by_name(tmp_path):
     tables = variant_tables(tmp_path / "pyproject.toml")
-    specs = resolve(["docker-session", "docker-snap"], [], tables, BUILTINS)
+    names = ["docker-session", "docker-snap", "docker-reset", "bwrap-session", "bwrap-reset"]
+    specs = resolve(names, [], tables, BUILTINS)
     assert [(s.name, s.kind, s.options) for s in specs] == [
         ("docker-session", "docker", {"transport": "session"}),
         ("docker-snap", "docker", {"runtime": "runsc", "platform": "systrap", "snapshot": True}),
+        ("docker-reset", "docker", {"reuse": "reset"}),
+        ("bwrap-session", "bwrap", {"transport": "session"}),
+        ("bwrap-reset", "bwrap", {"reuse": "reset"}),
     ]
     assert set(BUILTIN_VARIANTS) == {
         "docker-session", "docker-pool", "docker-gvisor", "docker-snap", "k8s-session",
-        "ec2-session", "k8s-claim",
+        "ec2-session", "k8s-claim", "docker-reset", "bwrap-session", "bwrap-reset",
     }  # fmt: skip
 
 

@@ -62,3 +62,17 @@ def session_shell(docker_client, container_id: str) -> dict:
     execs = [api.exec_inspect(i) for i in api.inspect_container(container_id)["ExecIDs"] or ()]
     [shell] = [record for record in execs if record["OpenStdin"]]
     return shell
+
+
+@pytest.fixture(scope="session")
+def bwrap_ready(sandbox_image, tmp_path_factory) -> str:
+    """The sandbox image, for the bwrap substrate; skips with the substrate's own line when
+    this kernel or user cannot make its sandboxes (scripts/ensure-bwrap says the same)."""
+    from pytest_rollout_tax.errors import SubstrateUnavailable
+    from pytest_rollout_tax.substrates.bwrap.lifecycle import check_kernel
+
+    try:
+        check_kernel("bwrap", tmp_path_factory.mktemp("bwrap-check"))
+    except SubstrateUnavailable as exc:
+        pytest.skip(str(exc))
+    return sandbox_image

@@ -39,6 +39,8 @@ STAND_INS = (
     "docker-session",
     "docker-runsc",
     "docker-runsc-session",
+    "bwrap",
+    "bwrap-session",
     "k8s",
     "k8s-session",
     "k8s-claim",
@@ -156,8 +158,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
     name, options = _split(request.param)
     args = [f"--substrate={name}"]
     args += [f"--substrate-opt={name}.{key}={value}" for key, value in options.items()]
-    if name == "docker":
-        request.getfixturevalue("sandbox_image")
+    if name in ("docker", "bwrap"):
+        request.getfixturevalue("bwrap_ready" if name == "bwrap" else "sandbox_image")
         if "runtime" in options:
             request.getfixturevalue("runsc_runtime")
     elif name == "k8s":
@@ -222,6 +224,10 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         if "runsc" in variant:
             runtime = {"runtime": fixture("runsc_runtime"), "platform": GVISOR_PLATFORM}
         return DockerSubstrate(image=fixture("sandbox_image"), **session, **runtime)
+    if name == "bwrap":
+        from pytest_rollout_tax.substrates.bwrap import BwrapSubstrate
+
+        return BwrapSubstrate(image=fixture("bwrap_ready"), **session)
     if name in ("k8s", "k8s-live"):
         from pytest_rollout_tax.substrates.kubernetes import KubernetesSubstrate
 

@@ -49,6 +49,11 @@ class DockerHandle(Handle):
     image: str
     #: Who owns the files written through the archive API.
     owner: FileOwner
+    #: Where a reset finds the container on this host (``reset.py``; {}: not from here;
+    #: None: not looked up yet).
+    host: dict[str, Any] | None = None
+    #: The exec of its session's shell, if one was opened: a reset from the host spares it.
+    session_exec: str | None = None
 
 
 def _numeric_ids(user: str | None) -> tuple[int, int] | None:

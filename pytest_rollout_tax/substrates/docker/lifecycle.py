@@ -29,7 +29,7 @@ from ...errors import (
     SandboxStartError,
     SubstrateUnavailable,
 )
-from . import gvisor, snapshot, spawner
+from . import gvisor, reset, snapshot, spawner
 from .engine import (
     DEFAULT_HOST,
     ENGINE_ERRORS,
@@ -68,6 +68,7 @@ class DockerSubstrate(Substrate):
     kind = "docker"
     Options = DockerOptions
     transports = ("exec", "session")
+    resets = True
 
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         super().__init__(name, session_id=session_id, **options)  # checks the options
@@ -181,6 +182,13 @@ class DockerSubstrate(Substrate):
         if self.options.transport == "session":
             return ShellTransport(lambda: DockerShell(handle), substrate=self.name)
         return DockerExec(handle)
+
+    def _reset(self, handle: DockerHandle, clock: PhaseClock) -> None:
+        reset.reset(self.api, handle)
+
+    def keeps_session(self, handle: DockerHandle) -> bool:
+        """A reset from the host spares the session's shell (the helper serving it)."""
+        return self.options.transport == "session" and reset.from_host(self.api, handle)
 
     def destroy(self, handle: DockerHandle) -> None:
         with engine_errors(self.name, f"removing container {handle.id[:12]}"):

@@ -32,6 +32,7 @@ class DockerShell(Duplex):
             )["Id"]
             # The shell says nothing until it is sent a line: nothing is read ahead here.
             self._sock = handle.api.exec_start(self.exec_id, socket=True)
+        handle.session_exec = self.exec_id  # what a reset spares (reset.py)
         self._socket = stream.raw_socket(self._sock)
         self._frames = stream.Frames()
         self._ended = False
