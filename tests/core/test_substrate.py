@@ -46,33 +46,6 @@ def test_a_failed_first_no_op_is_a_start_error_and_removes_what_was_made(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize(
-    ("endpoint", "loopback"),
-    [
-        ("http://127.0.0.1:8080", True),
-        ("http://127.5.0.1", True),
-        ("http://[::1]:9000/api", True),
-        ("http://localhost:3000", True),
-        ("https://api.e2b.app", False),
-        ("https://10.0.0.5:6443", False),
-        ("unix:///var/run/docker.sock", False),
-        ("not a url", False),
-    ],
-)
-def test_a_loopback_endpoint_is_this_machine(endpoint, loopback, monkeypatch):
-    import socket
-
-    def resolve(host, *args, **kwargs):  # no network: only localhost resolves
-        if host == "localhost":
-            return [(socket.AF_INET, 0, 0, "", ("127.0.0.1", 0))]
-        raise OSError("no network here")
-
-    monkeypatch.setattr(socket, "getaddrinfo", resolve)
-    from pytest_rollout_tax.core.substrate import is_loopback
-
-    assert is_loopback(endpoint) is loopback
-
-
 def test_endpoints_lose_their_credentials():
     from pytest_rollout_tax.core.transport import without_userinfo
 
