@@ -3,8 +3,9 @@
 Per rollout one root span, its children the cold start's phases, one ``execute_tool`` span per
 step and the teardown, each at its real epoch time; and the histograms of those durations. The
 spans are made by the OpenTelemetry SDK and sent by its OTLP/HTTP exporter (protobuf), to
-``--rollout-otlp`` or to the standard ``OTEL_EXPORTER_OTLP_*`` variables. No command text,
-output or ``env`` value is in a record, so none can be exported.
+``--rollout-otlp`` or to the standard ``OTEL_EXPORTER_OTLP_*`` variables; a ``user:password@``
+in the endpoint is sent as HTTP basic auth (requests reads it) and never shown. No command
+text, output or ``env`` value is in a record, so none can be exported.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..core.transport import one_line
+from ..core.urls import redact_text, redact_url
 from ..errors import ConfigError
 from .timeline import RolloutSpans, TimedSpan, spans_of
 
@@ -68,13 +71,17 @@ def export(
     standard variable names); a warning line if it could not take them, else None."""
     timelines = [timeline for record in records if (timeline := spans_of(record)) is not None]
     base = endpoint.removesuffix("/v1/traces").rstrip("/")
+    why = "the collector did not take the data"
     with _quiet_exporter_logs():
-        sent = _send_spans(timelines, f"{base}/v1/traces", timeout) and _send_metrics(
-            timelines, f"{base}/v1/metrics", timeout
-        )
+        try:
+            sent = _send_spans(timelines, f"{base}/v1/traces", timeout) and _send_metrics(
+                timelines, f"{base}/v1/metrics", timeout
+            )
+        except (OSError, ValueError) as exc:  # requests' errors: a URL it cannot use, ...
+            sent, why = False, redact_text(one_line(exc), endpoint)
     if sent:
         return None
-    return f"rollout-tax: OTLP export to {base} failed: the collector did not take the data"
+    return f"rollout-tax: OTLP export to {redact_url(base)} failed: {why}"
 
 
 class _Collect(SpanProcessor):

@@ -73,13 +73,6 @@ def test_a_loopback_endpoint_is_this_machine(endpoint, loopback, monkeypatch):
     assert is_loopback(endpoint) is loopback
 
 
-def test_endpoints_lose_their_credentials():
-    from pytest_rollout_tax.core.transport import without_userinfo
-
-    assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
-    assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"
-
-
 def test_a_rollout_is_stamped_in_epoch_time_at_create_ready_teardown_and_gone():
     rollout = Rollout(substrate="local")
     before = time.time()
