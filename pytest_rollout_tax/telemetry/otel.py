@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..core.transport import one_line
 from ..core.urls import redact_text, redact_url
@@ -74,14 +75,25 @@ def export(
     why = "the collector did not take the data"
     with _quiet_exporter_logs():
         try:
-            sent = _send_spans(timelines, f"{base}/v1/traces", timeout) and _send_metrics(
-                timelines, f"{base}/v1/metrics", timeout
+            sent = _send_spans(timelines, _signal(endpoint, "traces"), timeout) and (
+                _send_metrics(timelines, _signal(endpoint, "metrics"), timeout)
             )
         except (OSError, ValueError) as exc:  # requests' errors: a URL it cannot use, ...
             sent, why = False, redact_text(one_line(exc), endpoint)
     if sent:
         return None
     return f"rollout-tax: OTLP export to {redact_url(base)} failed: {why}"
+
+
+def _signal(endpoint: str, signal: str) -> str:
+    """The URL of one signal (``/v1/traces``) at a collector's base URL or its traces URL,
+    a query (a collector's token) kept after it; a URL that cannot be split as it is."""
+    try:
+        parts = urlsplit(endpoint)
+    except ValueError:  # the exporter's own request says it, in the warning
+        return endpoint
+    base = parts.path.removesuffix("/v1/traces").rstrip("/")
+    return parts._replace(path=f"{base}/v1/{signal}").geturl()
 
 
 class _Collect(SpanProcessor):
