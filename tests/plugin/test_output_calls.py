@@ -4,6 +4,7 @@ returns what is not lines or tries to change the report costs only itself, in on
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import pytest
 
@@ -145,3 +146,49 @@ def test_an_output_that_works_changes_nothing(pytester):
     assert_everything_else_appears(pytester, result)
     result.stdout.fnmatch_lines(["hours written to hours.txt"])
     assert result.ret == pytest.ExitCode.OK
+
+
+PASSWORD = "acceptance-pa55-03c9"
+#: The endpoint's variable changed to a malformed URL while the run goes on.
+CHANGES_THE_ENDPOINT = """
+import os
+
+
+def test_x(sandbox):
+    sandbox.exec("true")
+    os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://[::1"
+    os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://[::1"
+"""
+
+
+def test_a_run_with_a_raising_output_a_url_changed_mid_run_and_credentials_loses_nothing(
+    pytester, monkeypatch, otlp_receiver, prometheus
+):
+    """The issue's acceptance: a third party's output raises, the collector's variable turns
+    malformed while the run goes on, and both exporters' URLs carry a password: the summary
+    prints whole, the password is in no byte of output, file or export, and the exit status
+    says an output failed."""
+    pytester.makepyfile(test_x=CHANGES_THE_ENDPOINT)
+    pytester.makeconftest(hook("    raise RuntimeError('collector down')"))
+    collector = otlp_receiver.endpoint.replace("http://", f"http://ci:{PASSWORD}@")
+    gateway = prometheus.pushgateway.replace("http://", f"http://ci:{PASSWORD}@")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+    result = pytester.runpytest_subprocess(
+        *OUTPUTS, f"--rollout-prometheus-push={gateway}", "--rollout-prometheus-file=run.prom"
+    )
+    assert_everything_else_appears(pytester, result)
+    result.stdout.fnmatch_lines(
+        [
+            "rollout-tax: error: output conftest.py failed: RuntimeError: collector down",
+            f"metrics pushed to {prometheus.pushgateway}",
+            f"traces and metrics sent to {otlp_receiver.endpoint} (OTLP/HTTP)",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert otlp_receiver.received.spans()
+    with urllib.request.urlopen(f"{prometheus.pushgateway}/metrics", timeout=10) as response:
+        pushed = response.read()
+    files = [path.read_bytes() for path in pytester.path.rglob("*") if path.is_file()]
+    everything = [result.stdout.str().encode(), result.stderr.str().encode(), pushed, *files,
+                  *otlp_receiver.received.raw]  # fmt: skip
+    assert not [blob for blob in everything if PASSWORD.encode() in blob]
