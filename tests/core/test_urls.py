@@ -65,3 +65,13 @@ def test_a_url_that_can_never_work_is_one_line_naming_the_option(url, message):
         check_url(url, "--x")
     assert str(raised.value).startswith(message)
     assert "\n" not in str(raised.value) and "PASSWORD1" not in str(raised.value)
+
+
+def test_a_substrates_endpoint_reaches_the_report_without_its_credentials(monkeypatch):
+    from pytest_rollout_tax import get_substrate
+    from pytest_rollout_tax.substrates.local import LocalSubstrate
+
+    endpoint = "https://bot:s3cret-pw@api.example/v1?access_token=tok-7f3a1b"
+    monkeypatch.setattr(LocalSubstrate, "endpoint", property(lambda self: endpoint))
+    plane = get_substrate("local").control_plane(calls=1)
+    assert plane.endpoint == "https://api.example/v1?access_token=[REDACTED]"
