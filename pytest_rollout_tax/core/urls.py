@@ -27,6 +27,11 @@ _USERINFO = re.compile(r"(?P<head>//)[^?#\s]*@")
 _PARAMETER = re.compile(r"(?P<name>[^?&#=\s]+)=(?P<value>[^&#\s]*)")
 
 
+def with_scheme(url: str, scheme: str) -> str:
+    """``url``, ``scheme://`` before it when it has no scheme (``HOST:PORT``)."""
+    return url if "://" in url else f"{scheme}://{url}"
+
+
 def redact_url(url: str) -> str:
     """``url`` without its userinfo and with every credential parameter's value redacted;
     a URL that cannot be parsed is redacted as text, never raised about."""
@@ -67,15 +72,21 @@ def redact_text(text: str, url: str) -> str:
 
 
 def check_url(
-    url: str, name: str, schemes: tuple[str, ...] = HTTP, example: str = "http://127.0.0.1:4318"
+    url: str,
+    name: str,
+    schemes: tuple[str, ...] = HTTP,
+    example: str = "http://127.0.0.1:4318",
+    bare: str | None = None,
 ) -> str:
     """``url`` when it has one of ``schemes``, a host and a valid port (if any); else a
     ValueError in one line naming ``name`` (the option or variable) and the redacted URL, and
-    showing an ``example`` of one that works."""
+    showing an ``example`` of one that works. ``bare``: the scheme a URL without one has
+    (``HOST:PORT``, as prometheus_client reads a gateway), else it has none."""
     shown = f"{name}={redact_url(url)!r}"
     example = f"expected {schemes[0]}://HOST[:PORT][/PATH], e.g. {example}"
+    full = with_scheme(url.strip(), bare) if bare else url.strip()
     try:
-        parts = urlsplit(url.strip())
+        parts = urlsplit(full)
     except ValueError as exc:  # an unclosed IPv6 bracket: urllib's words quote no part of it
         raise ValueError(f"{shown}: not a URL ({str(exc).rstrip('.')}); {example}") from None
     try:

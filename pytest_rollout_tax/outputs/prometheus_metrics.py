@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     gateway, path = option(config, PUSH), option(config, FILE)
     try:
         if gateway:
-            check_url(gateway, spelled(config, PUSH), example=EXAMPLE)
+            check_url(gateway, spelled(config, PUSH), example=EXAMPLE, bare="http")
         if path:
             check_report_path(path, f"{FILE}={path}")
     except ValueError as exc:

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import SplitResult, unquote, urlsplit
 
 from ..core.transport import one_line
-from ..core.urls import redact_text, redact_url
+from ..core.urls import redact_text, redact_url, with_scheme
 from ..errors import ConfigError
 from .timeline import spans_of
 
@@ -91,10 +91,11 @@ def registry_of(records: Iterable[dict[str, Any]]) -> CollectorRegistry:
 
 
 def push(records: Iterable[dict[str, Any]], gateway: str, *, timeout: float = 10.0) -> str | None:
-    """Push the run's metrics to the Pushgateway at ``gateway`` (a ``user:password@`` in it is
-    sent as HTTP basic auth); a warning line, without any credential, on failure."""
+    """Push the run's metrics to the Pushgateway at ``gateway`` (``HOST:PORT`` is ``http://``,
+    as prometheus_client reads it; a ``user:password@`` in it is sent as HTTP basic auth); a
+    warning line, without any credential, on failure."""
     try:
-        parts = urlsplit(gateway)
+        parts = urlsplit(with_scheme(gateway, "http"))
         handler = default_handler if parts.username is None else _basic_auth(parts)
         url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
         push_to_gateway(

@@ -44,6 +44,14 @@ def test_a_url_an_exporter_can_reach_is_accepted(url):
     assert check_url(url, "--x") == url
 
 
+def test_a_gateway_without_a_scheme_is_http_as_prometheus_client_reads_it():
+    assert check_url("127.0.0.1:9091", "--push", bare="http") == "127.0.0.1:9091"
+    with pytest.raises(ValueError, match=r"^--push='gw:0': its port is not a number"):
+        check_url("gw:0", "--push", bare="http")
+    with pytest.raises(ValueError, match=r"^--x='127.0.0.1:9091': no scheme"):
+        check_url("127.0.0.1:9091", "--x")  # an OTLP endpoint has a scheme
+
+
 @pytest.mark.parametrize(
     ("url", "message"),
     [

@@ -21,7 +21,7 @@ def test_x(sandbox):
     [
         ("http://[::1", "'http://[::1': not a URL (Invalid IPv6 URL); expected http://HOST"),
         ("ftp://gw:21", "'ftp://gw:21': scheme 'ftp'; expected http://HOST[:PORT][/PATH], e.g."),
-        ("127.0.0.1:9091", "'127.0.0.1:9091': no scheme; expected http://HOST[:PORT][/PATH]"),
+        ("gw:90a1", "'gw:90a1': its port is not a number from 1 to 65535; expected http://"),
         (f"https://bot:{PASSWORD}@:9091", "'https://:9091': no valid host"),
     ],
 )
