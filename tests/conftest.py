@@ -24,6 +24,7 @@ from support.ec2_moto import (
     sshd_image,
     sshd_target,
 )
+from support.http_recorder import http_recorder
 from support.k8s_api import k8s_api, k8s_kubeconfig
 from support.modal_server import modal_env, modal_server
 from support.optional import no_matplotlib
@@ -47,6 +48,7 @@ __all__ = [
     "ec2_proxy",
     "ec2_world",
     "experimental_runsc",
+    "http_recorder",
     "k8s_api",
     "k8s_kubeconfig",
     "make_ec2",

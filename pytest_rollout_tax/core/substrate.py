@@ -30,7 +30,8 @@ from .pool_stats import PoolStats
 from .price import PriceOptions, Rate, Resources
 from .record import PhaseClock, Rollout
 from .sandbox import Handle, Sandbox
-from .transport import OUTPUT_CAP, Transport, without_userinfo
+from .transport import OUTPUT_CAP, Transport
+from .urls import redact_url
 
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
@@ -259,7 +260,7 @@ class Substrate(ABC):
             times = []
         rtt = statistics.median(times) if times else None
         return ControlPlane(
-            without_userinfo(endpoint),
+            redact_url(endpoint),
             rtt,
             self.hosted and is_loopback(endpoint),
             self.connection,

@@ -14,7 +14,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
-from urllib.parse import urlsplit
 
 from ..errors import StepTimeout
 from .record import PhaseClock
@@ -180,11 +179,3 @@ def one_line(text: object, limit: int = 300) -> str:
     """``text`` on one line, at most ``limit`` characters: for error messages."""
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def without_userinfo(endpoint: str) -> str:
-    """``endpoint`` without a ``user:password@`` part, so no credential reaches a report."""
-    parts = urlsplit(endpoint)
-    if "@" not in parts.netloc:
-        return endpoint
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()

@@ -36,6 +36,13 @@ def option(config: pytest.Config, flag: str) -> Any:
     return config.getini(name) if value is None or value == [] else value
 
 
+def spelled(config: pytest.Config, flag: str) -> str:
+    """How an option's value was given, for a message: the flag, else its ini twin's name."""
+    name = ini_name(flag)
+    value = config.getoption(name)
+    return flag if value is not None and value != [] else f"{name} (ini)"
+
+
 def is_controller(config: pytest.Config) -> bool:
     """Whether this process writes the outputs (not an xdist worker)."""
     return not hasattr(config, "workerinput")

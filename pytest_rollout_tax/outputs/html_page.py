@@ -21,6 +21,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, FLAG, flags.HTML.help, "string", None, metavar=flags.HTML.metavar)
 
 
+def written_files(config: pytest.Config) -> list[tuple[str, str | None]]:
+    """The file this output writes (``plugin/output_paths.py``: one path, one output)."""
+    path = option(config, FLAG)
+    return [(f"{FLAG}={path}", path)]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """A path that cannot be written, or no matplotlib, is a usage error before any test."""
     path = option(config, FLAG)

@@ -19,6 +19,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_option(parser, FLAG, flags.JSON.help, "string", None, metavar=flags.JSON.metavar)
 
 
+def written_files(config: pytest.Config) -> list[tuple[str, str | None]]:
+    """The file this output writes (``plugin/output_paths.py``: one path, one output)."""
+    path = option(config, FLAG)
+    return [(f"{FLAG}={path}", path)]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """A path that cannot be written is a usage error before any test runs."""
     path = option(config, FLAG)

@@ -65,6 +65,16 @@ class Saving:
         return tuple(paths), [f"run saved to {path}" for path in paths]
 
 
+def written_files(config: pytest.Config) -> list[tuple[str, str | None]]:
+    """The file ``--rollout-save`` writes (``plugin/output_paths.py``: one path, one output;
+    an autosave's name is new, never another's)."""
+    name = option(config, SAVE)
+    if not name:
+        return []
+    storage = Storage.at(option(config, flags.STORAGE.plugin))
+    return [(f"{SAVE}={name}", str(storage.root / f"{check_name(name, SAVE)}.json"))]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """A bad name, or a storage where it cannot be saved, is a usage error before any test
     (the storage is checked by the controller, which saves)."""

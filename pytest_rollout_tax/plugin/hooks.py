@@ -27,6 +27,7 @@ from . import hookspecs, xdist
 from .gating import gate_of
 from .marker import Trajectory
 from .order import interleave
+from .output_paths import check_distinct
 from .presence import OptionYield, asked
 from .progress import ColdStartProgress, TerminalLine
 from .replay_files import ReplayCollection, ReplayFile
@@ -101,6 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
         _options = None
     if getattr(config.option, "rollout_reap", False):
         return
+    try:
+        check_distinct(config)
+    except RolloutTaxError as exc:  # a bad --rollout-save name
+        raise pytest.UsageError(str(exc)) from None
     registry = Registry.discover()
     settings = Settings.from_config(config, registry)
     session_id = xdist.controller_session_id(config) or new_id()

@@ -33,7 +33,8 @@ def pytest_rollout_tax_report(
     :return: None, or lines (a list of str) to print under the rollout-tax summary, after the
         summary's own lines and before the gate's; a line that starts ``rollout-tax: error:``
         (``outputs.OUTPUT_ERROR``) says the output failed, and the run's exit status is then
-        non-zero.
+        non-zero. An implementation that raises or returns anything else costs only itself:
+        one such line names it (``plugin/output_calls.py``).
 
     Example: the cheapest substrate's worker-hours into a file of your own::
 

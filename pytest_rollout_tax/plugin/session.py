@@ -31,6 +31,7 @@ from ..summary.terminal import render_nothing_ran
 from ..text.width import MIN_WIDTH, terminal_width
 from . import xdist
 from .gating import Gate
+from .output_calls import call_outputs
 from .progress import ColdStartProgress
 from .rollouts import slot
 from .settings import Settings
@@ -122,8 +123,7 @@ class RolloutTaxSession:
         summary = sections.summarize(report)
         verdict = self.gate.judge(for_saving(report), width=self._width())
         self.config.stash[INTERRUPTED] = exitstatus == pytest.ExitCode.INTERRUPTED
-        hook = self.config.hook.pytest_rollout_tax_report
-        written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
+        written = call_outputs(self.config, report=report, summary=summary, verdict=verdict)
         # the terminal summary first, then the outputs' lines (the JSON file first, the page
         # last), the gate's, and the saved run's last (outputs/terminal_summary.py, saved_run.py)
         self.lines = [line for lines in written for line in lines or ()]

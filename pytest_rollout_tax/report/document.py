@@ -192,7 +192,7 @@ class SubstrateEntry:
         optional = {key: entry.get(key) for key in OPTIONAL_KEYS}
         optional["snapshot"] = bool(entry.get("snapshot"))
         if optional["isolation"] is not None:
-            optional["isolation"] = Isolation(**optional["isolation"])
+            optional["isolation"] = from_known(Isolation, optional["isolation"])
         return cls(
             kind=entry.get("kind"),
             transport=entry.get("transport"),
@@ -326,9 +326,9 @@ def _projected(entry: dict[str, Any]) -> Projected:
     return Projected(
         worker_hours=entry.get("worker_hours"),
         tax_hours=entry.get("tax_hours"),
-        decomposition=Decomposition(**parts) if parts else None,
-        fleet=FleetHours(**fleet) if fleet else None,
-        cost=Cost(**cost) if cost else _dollars_alone(entry.get("cost_usd")),
+        decomposition=from_known(Decomposition, parts) if parts else None,
+        fleet=from_known(FleetHours, fleet) if fleet else None,
+        cost=from_known(Cost, cost) if cost else _dollars_alone(entry.get("cost_usd")),
     )
 
 

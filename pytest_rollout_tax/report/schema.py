@@ -20,6 +20,32 @@ READABLE_SCHEMAS = ("rollout-tax/1", SCHEMA)
 SAMPLE_METRICS = ("cold_start", "action", "step", "teardown", "trajectory")
 
 
+#: The objects in a ``substrates[NAME]`` entry that become a dataclass, with each field's
+#: kind: ``number`` (at least 0), ``real`` (any sign), ``int``, ``str``, ``bool``, ``numbers``
+#: (an object of reals); ``?``: the field may be missing or null.
+NESTED: dict[str, dict[str, str]] = {
+    "cost": {
+        "dollars": "number", "environment_dollars": "number", "parts": "numbers?",
+        "fee_counted": "bool?",
+    },
+    "decomposition": {
+        "cold_start": "real", "overhead": "real", "command": "real", "think": "real",
+        "teardown": "real", "idle": "real?", "isolation": "real?",
+    },
+    "fleet": {
+        "workers": "int", "cold_start_from": "str", "burst_level": "int?", "cold_start_s": "real",
+        "idle_s": "real", "wall_clock_hours": "real", "worker_hours": "real",
+    },
+    "isolation": {
+        "reference": "str?", "per_step_s": "real?", "command_ratio": "real?", "tests": "int?",
+    },
+}  # fmt: skip
+_EXPECTED = {
+    "number": "a number", "real": "a number", "int": "an integer", "str": "a string",
+    "bool": "true or false", "numbers": "an object of numbers",
+}  # fmt: skip
+
+
 def check(report: Any) -> None:
     """Check the parts of a report file (schema ``/2`` or ``/1``) that reading it takes; a
     ValueError names the first that is wrong."""
@@ -50,6 +76,9 @@ def check(report: Any) -> None:
         for key in ("worker_hours", "tax_hours", "price_per_hour", "cost_usd"):
             if entry.get(key) is not None:
                 _number(entry[key], f"{where}.{key}")
+        for key, fields in NESTED.items():
+            if entry.get(key) is not None:
+                _nested(entry[key], fields, f"{where}.{key}")
     if report.get("training") is not None:
         _check_training(report["training"])
     rollouts = report.get("rollouts", [])
@@ -111,6 +140,41 @@ def _validate_rollout(rollout: Any, where: str) -> None:
         _number(step.get("wall_s"), f"{where}.steps[{index}].wall_s")
 
 
+def _nested(data: Any, fields: dict[str, str], where: str) -> None:
+    """An object of ``fields`` (:data:`NESTED`): each present one of its kind, the required
+    ones present; keys it does not know (a newer writer's) are left alone."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected an object, got {_short(data)}")
+    for key, kind in fields.items():
+        value, path = data.get(key), f"{where}.{key}"
+        if value is None:
+            if not kind.endswith("?"):
+                raise ValueError(f"not a rollout-tax report (no '{path}')")
+            continue
+        kind = kind.rstrip("?")
+        if kind == "numbers" and isinstance(value, dict):
+            for part, number in value.items():
+                _real(number, f"{path}.{part}")
+        elif kind in ("number", "real"):
+            (_number if kind == "number" else _real)(value, path)
+        elif not _is(value, kind):
+            raise ValueError(f"{path}: expected {_EXPECTED[kind]}, got {_short(value)}")
+
+
+def _is(value: Any, kind: str) -> bool:
+    if kind == "bool":
+        return isinstance(value, bool)
+    wanted = {"int": int, "str": str}.get(kind, dict)
+    return isinstance(value, wanted) and not isinstance(value, bool)
+
+
+def _real(value: Any, where: str) -> float:
+    """A finite number of either sign (a part that a faster runtime makes negative)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{where}: expected a number, got {_short(value)}")
+    return value
+
+
 def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
     if key not in data:
         raise ValueError(f"not a rollout-tax report (no '{prefix}{key}')")
@@ -122,9 +186,7 @@ def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> 
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{where}: expected a number, got {_short(value)}")
-    if value < 0:
+    if _real(value, where) < 0:
         raise ValueError(f"{where}: negative value {value!r}")
     return value
 

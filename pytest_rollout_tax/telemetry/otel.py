@@ -3,8 +3,9 @@
 Per rollout one root span, its children the cold start's phases, one ``execute_tool`` span per
 step and the teardown, each at its real epoch time; and the histograms of those durations. The
 spans are made by the OpenTelemetry SDK and sent by its OTLP/HTTP exporter (protobuf), to
-``--rollout-otlp`` or to the standard ``OTEL_EXPORTER_OTLP_*`` variables. No command text,
-output or ``env`` value is in a record, so none can be exported.
+``--rollout-otlp`` or to the standard ``OTEL_EXPORTER_OTLP_*`` variables; a ``user:password@``
+in the endpoint is sent as HTTP basic auth (requests reads it) and never shown. No command
+text, output or ``env`` value is in a record, so none can be exported.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
+from ..core.transport import one_line
+from ..core.urls import redact_text, redact_url
 from ..errors import ConfigError
 from .timeline import RolloutSpans, TimedSpan, spans_of
 
@@ -68,13 +72,28 @@ def export(
     standard variable names); a warning line if it could not take them, else None."""
     timelines = [timeline for record in records if (timeline := spans_of(record)) is not None]
     base = endpoint.removesuffix("/v1/traces").rstrip("/")
+    why = "the collector did not take the data"
     with _quiet_exporter_logs():
-        sent = _send_spans(timelines, f"{base}/v1/traces", timeout) and _send_metrics(
-            timelines, f"{base}/v1/metrics", timeout
-        )
+        try:
+            sent = _send_spans(timelines, _signal(endpoint, "traces"), timeout) and (
+                _send_metrics(timelines, _signal(endpoint, "metrics"), timeout)
+            )
+        except (OSError, ValueError) as exc:  # requests' errors: a URL it cannot use, ...
+            sent, why = False, redact_text(one_line(exc), endpoint)
     if sent:
         return None
-    return f"rollout-tax: OTLP export to {base} failed: the collector did not take the data"
+    return f"rollout-tax: OTLP export to {redact_url(base)} failed: {why}"
+
+
+def _signal(endpoint: str, signal: str) -> str:
+    """The URL of one signal (``/v1/traces``) at a collector's base URL or its traces URL,
+    a query (a collector's token) kept after it; a URL that cannot be split as it is."""
+    try:
+        parts = urlsplit(endpoint)
+    except ValueError:  # the exporter's own request says it, in the warning
+        return endpoint
+    base = parts.path.removesuffix("/v1/traces").rstrip("/")
+    return parts._replace(path=f"{base}/v1/{signal}").geturl()
 
 
 class _Collect(SpanProcessor):

@@ -9,9 +9,12 @@ exporter's textfile collector (``--rollout-prometheus-file``), atomically.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
+from urllib.parse import SplitResult, unquote, urlsplit
 
+from ..core.transport import one_line
+from ..core.urls import redact_text, redact_url, with_scheme
 from ..errors import ConfigError
 from .timeline import spans_of
 
@@ -23,6 +26,7 @@ try:
         push_to_gateway,
         write_to_textfile,
     )
+    from prometheus_client.exposition import basic_auth_handler, default_handler
 except ImportError as exc:  # pragma: no cover - exercised by a test that hides the extra
     raise ConfigError(
         "Prometheus export needs the [prometheus] extra: "
@@ -87,12 +91,30 @@ def registry_of(records: Iterable[dict[str, Any]]) -> CollectorRegistry:
 
 
 def push(records: Iterable[dict[str, Any]], gateway: str, *, timeout: float = 10.0) -> str | None:
-    """Push the run's metrics to the Pushgateway at ``gateway``; a warning line on failure."""
+    """Push the run's metrics to the Pushgateway at ``gateway`` (``HOST:PORT`` is ``http://``,
+    as prometheus_client reads it; a ``user:password@`` in it is sent as HTTP basic auth); a
+    warning line, without any credential, on failure."""
     try:
-        push_to_gateway(gateway, job=JOB, registry=registry_of(records), timeout=timeout)
-    except OSError as exc:
-        return f"rollout-tax: Prometheus push to {gateway} failed: {exc}"
+        parts = urlsplit(with_scheme(gateway, "http"))
+        handler = default_handler if parts.username is None else _basic_auth(parts)
+        url = parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+        push_to_gateway(
+            url, job=JOB, registry=registry_of(records), timeout=timeout, handler=handler
+        )
+    except (OSError, ValueError) as exc:  # unreachable, refused (an HTTPError), a bad URL
+        why = redact_text(one_line(exc), gateway)
+        return f"rollout-tax: Prometheus push to {redact_url(gateway)} failed: {why}"
     return None
+
+
+def _basic_auth(parts: SplitResult) -> Callable[..., Any]:
+    """prometheus_client's basic-auth handler with the URL's user and password."""
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+
+    def handler(url: str, method: str, timeout: Any, headers: Any, data: bytes) -> Any:
+        return basic_auth_handler(url, method, timeout, headers, data, user, password)
+
+    return handler
 
 
 def write(records: Iterable[dict[str, Any]], path: str) -> str | None:

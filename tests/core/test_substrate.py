@@ -46,13 +46,6 @@ def test_a_failed_first_no_op_is_a_start_error_and_removes_what_was_made(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
-def test_endpoints_lose_their_credentials():
-    from pytest_rollout_tax.core.transport import without_userinfo
-
-    assert without_userinfo("https://user:secret@host:443/x") == "https://host:443/x"
-    assert without_userinfo("http://127.0.0.1:80") == "http://127.0.0.1:80"
-
-
 def test_a_rollout_is_stamped_in_epoch_time_at_create_ready_teardown_and_gone():
     rollout = Rollout(substrate="local")
     before = time.time()

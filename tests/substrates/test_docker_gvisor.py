@@ -57,6 +57,10 @@ def test_a_runtime_that_is_not_gvisor_or_not_on_this_machine_has_no_release():
         ({"runtime": "runsc", "platform": "x"}, "platform='x': expected one of gVisor's"),
         ({"platform": "ptrace"}, "platform='ptrace': needs a gVisor runtime (runtime=runsc)"),
         ({"runtime": "runc", "snapshot": True}, "snapshot=True: needs runtime=runsc"),
+        (
+            {"runtime": "5", "platform": "systrap"},
+            "runtime='5': not gVisor's (runsc), which platform='systrap' needs",
+        ),
     ],
 )
 def test_bad_platform_options_name_the_value(options, message):
@@ -76,3 +80,15 @@ def test_a_prepare_command_is_a_script_of_its_cwd_env_and_argv():
         "export TOKEN='x y'",
         "exec " + shlex.join(["python3", "-c", "print('a b')"]),
     ]
+
+
+def test_a_variant_whose_runtime_is_wrong_is_refused_naming_the_runtime(pytester):
+    """docker-gvisor sets the platform; a pyproject table that sets ``runtime = 5`` is wrong
+    about the runtime, not the platform it never named."""
+    pytester.makepyprojecttoml("[tool.rollout-tax.substrates.docker-gvisor]\nruntime = 5\n")
+    pytester.makepyfile(test_x="def test_x(sandbox):\n    pass\n")
+    result = pytester.runpytest_subprocess("--substrate=docker-gvisor")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: docker-gvisor.runtime='5': not gVisor's (runsc), which platform='systrap' needs"]
+    )

@@ -55,6 +55,8 @@ class Received:
     """Everything a receiver was sent."""
 
     raw: list[bytes] = field(default_factory=list)
+    #: Each request's ``Authorization`` header (None: it had none).
+    authorizations: list[str | None] = field(default_factory=list)
     traces: list[ExportTraceServiceRequest] = field(default_factory=list)
     metrics: list[ExportMetricsServiceRequest] = field(default_factory=list)
 
@@ -112,10 +114,11 @@ class _Handler(BaseHTTPRequestHandler):
     server: OTLPReceiver
 
     def do_POST(self) -> None:
-        route = ROUTES.get(self.path)
+        path = self.path.partition("?")[0]  # a collector's token may come as a query
+        route = ROUTES.get(path)
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if route is None:
-            self.send_error(404, f"no OTLP route {self.path}")
+            self.send_error(404, f"no OTLP route {path}")
             return
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
@@ -123,7 +126,8 @@ class _Handler(BaseHTTPRequestHandler):
         request = request_type.FromString(body)
         with self.server.lock:
             self.server.received.raw.append(body)
-            kind = "traces" if self.path == "/v1/traces" else "metrics"
+            self.server.received.authorizations.append(self.headers.get("Authorization"))
+            kind = "traces" if path == "/v1/traces" else "metrics"
             getattr(self.server.received, kind).append(request)
         reply = response_type().SerializeToString()
         self.send_response(200)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from support.otlp_receiver import value_of
 from support.timelines import record
@@ -63,3 +65,25 @@ def test_the_sandbox_histograms_carry_startup_teardown_and_action(otlp_receiver)
               if a.key == "rollout_tax.phase"}  # fmt: skip
     assert phases == {"create", "start", "first_exec", "cold_start"}
     assert otlp_receiver.received.metric("rollout_tax.sandbox.teardown.duration")
+
+
+PASSWORD = "otlp-pa55-4d2b"
+
+
+def test_a_collector_behind_basic_auth_gets_the_urls_user_and_password(otlp_receiver):
+    endpoint = otlp_receiver.endpoint.replace("http://", f"http://ci-bot:{PASSWORD}@")
+    assert export([record()], endpoint) is None
+    token = base64.b64encode(f"ci-bot:{PASSWORD}".encode()).decode()
+    assert otlp_receiver.received.authorizations == [f"Basic {token}"] * 2  # traces, metrics
+
+
+@pytest.mark.parametrize(
+    "endpoint", ["http://ci-bot:{password}@[::1", "http://ci-bot:{password}@127.0.0.1:{port}"]
+)
+def test_a_collector_that_cannot_be_reached_is_a_warning_without_the_credentials(
+    endpoint, unused_port_url
+):
+    port = unused_port_url.rsplit(":", 1)[1]
+    warning = export([record()], endpoint.format(password=PASSWORD, port=port), timeout=1)
+    assert warning.startswith("rollout-tax: OTLP export to http://") and "\n" not in warning
+    assert PASSWORD not in warning and "ci-bot" not in warning

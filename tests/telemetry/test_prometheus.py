@@ -7,8 +7,11 @@ import bisect
 import json
 import re
 import statistics
+import urllib.request
+from http import HTTPStatus
 from pathlib import Path
 
+import pytest
 from support.pytest_process import wait_for
 from support.timelines import record
 
@@ -77,3 +80,44 @@ def test_the_dashboard_queries_only_metrics_the_exporter_writes():
     written = {f"{m.name}_bucket" if m.type == "histogram" else f"{m.name}_total"
                for m in registry_of(_records()).collect()}  # fmt: skip
     assert used and used <= written
+
+
+PASSWORD = "pushgw-pa55-9c1e"
+
+
+def _with_credentials(url: str) -> str:
+    return url.replace("http://", f"http://ci-bot:{PASSWORD}@")
+
+
+def test_a_gateway_behind_basic_auth_gets_the_urls_user_and_password(http_recorder):
+    assert push(_records(), _with_credentials(http_recorder.url)) is None
+    (request,) = http_recorder.requests
+    assert (request.method, request.path) == ("PUT", "/metrics/job/rollout_tax")
+    assert request.basic_auth == f"ci-bot:{PASSWORD}"
+    assert b"rollout_tax_sandbox_startup_latency_ms_bucket" in request.body
+
+
+def test_a_real_gateway_takes_a_push_whose_url_carries_credentials(prometheus):
+    records = [record(sandbox_id="cred", substrate="docker-credentialed")]
+    assert push(records, _with_credentials(prometheus.pushgateway)) is None
+    with urllib.request.urlopen(f"{prometheus.pushgateway}/metrics", timeout=10) as response:
+        assert 'substrate="docker-credentialed"' in response.read().decode()
+
+
+@pytest.mark.parametrize("status", [401, 503])
+def test_a_refused_push_is_one_warning_line_without_the_credentials(http_recorder, status):
+    http_recorder.status = status
+    warning = push(_records(), _with_credentials(http_recorder.url) + "/?token=tok-123456")
+    assert warning == (
+        f"rollout-tax: Prometheus push to {http_recorder.url}/?token=[REDACTED] failed: "
+        f"HTTP Error {status}: {HTTPStatus(status).phrase}"
+    )
+
+
+@pytest.mark.parametrize(
+    "gateway", ["http://ci-bot:{password}@[::1", "http://ci-bot:{password}@127.0.0.1:99999"]
+)
+def test_a_gateway_url_that_cannot_be_used_is_a_warning_never_a_raise(gateway):
+    warning = push(_records(), gateway.format(password=PASSWORD), timeout=2)
+    assert warning.startswith("rollout-tax: Prometheus push to http://") and "\n" not in warning
+    assert PASSWORD not in warning

@@ -74,6 +74,9 @@ class DockerOptions(SubstrateOptions):
             raise bad("runtime", "expected the name of an OCI runtime, e.g. runsc")
         if self.platform is not None and self.platform not in PLATFORMS:
             raise bad("platform", f"expected one of gVisor's platforms: {', '.join(PLATFORMS)}")
+        if self.platform is not None and self.runtime is not None and not is_gvisor(self.runtime):
+            # the runtime is the wrong one (a variant such as docker-gvisor sets the platform)
+            raise bad("runtime", f"not gVisor's (runsc), which platform={self.platform!r} needs")
         if self.platform is not None and not is_gvisor(self.runtime):
             raise bad("platform", "needs a gVisor runtime (runtime=runsc)")
         if self.snapshot and not is_gvisor(self.runtime):

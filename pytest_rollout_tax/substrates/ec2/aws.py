@@ -19,7 +19,8 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config as BotoConfig
 
-from ...core.transport import one_line, without_userinfo
+from ...core.transport import one_line
+from ...core.urls import redact_text, redact_url
 from ...errors import (
     ConfigError,
     CredentialsMissing,
@@ -91,9 +92,10 @@ class EC2Api:
         try:
             self.client = session.client("ec2", endpoint_url=options.endpoint_url, config=config)
         except ValueError as exc:
-            raise ConfigError(f"{name}.endpoint_url: {exc}") from None
+            reason = redact_text(str(exc), options.endpoint_url or "")
+            raise ConfigError(f"{name}.endpoint_url: {reason}") from None
         #: The endpoint, for messages (without any user:password part).
-        self.url = without_userinfo(self.client.meta.endpoint_url)
+        self.url = redact_url(self.client.meta.endpoint_url)
 
     def call(self, action: str, method: Callable[..., dict], **params: Any) -> dict:
         """``method(**params)``, with every AWS failure turned into one clear error."""

@@ -1,0 +1,127 @@
+"""The output hook, each implementation called on its own: an output that raises or returns
+what is not lines costs only itself.
+
+pluggy stops a hook at the first implementation that raises, so one broken output (a
+third party's ``conftest.py``) would lose every other output's lines and the summary. Here each
+implementation (``get_hookimpls()``, in pluggy's order, wrappers around the rest) is called
+alone, and what goes wrong becomes one ``rollout-tax: error:`` line naming it: the run's exit
+status then says an output failed, as for a file that could not be written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any
+
+import pluggy
+import pytest
+
+from ..core.transport import one_line
+from ..outputs import OUTPUT_ERROR
+
+#: Methods whose absence on the report's parts means an output tried to change them.
+_MUTATORS = frozenset(
+    ("append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+     "setdefault", "popitem", "add", "discard", "__setitem__", "__delitem__")
+)  # fmt: skip
+
+
+def call_outputs(config: pytest.Config, **arguments: Any) -> list[list[str]]:
+    """Call every ``pytest_rollout_tax_report`` implementation with ``config`` and
+    ``arguments``; their lines as pluggy would return them (the wrappers' own first and last),
+    an error line in place of each implementation that failed."""
+    kwargs = {"config": config, **arguments}
+    impls = config.hook.pytest_rollout_tax_report.get_hookimpls()
+    wrappers: list[tuple[pluggy.HookImpl, Generator[Any, Any, Any]]] = []
+    results: list[list[str]] = []
+    failed: list[str] = []
+    for impl in reversed(impls):  # pluggy calls the last registered first
+        args = [kwargs[name] for name in impl.argnames]
+        try:
+            if impl.wrapper or impl.hookwrapper:
+                wrapper = impl.function(*args)
+                next(wrapper)
+                wrappers.append((impl, wrapper))
+                continue
+            lines = _lines(impl.function(*args))
+        except Exception as exc:  # the output's own fault: it costs only itself
+            results.append([failure(config, impl, exc)])
+            continue
+        if lines is not None:
+            results.append(lines)
+    for impl, wrapper in reversed(wrappers):
+        try:
+            results = _unwind(impl, wrapper, results)
+        except Exception as exc:
+            failed.append(failure(config, impl, exc))
+    return [*results, *([line] for line in failed)]
+
+
+def _lines(value: Any) -> list[str] | None:
+    """An implementation's return value, which must be None or lines (a list of str)."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"returned {type(value).__name__}, not a list of lines (str)")
+    wrong = next((item for item in value if not isinstance(item, str)), None)
+    if wrong is not None:
+        raise TypeError(f"returned a list holding {type(wrong).__name__}, not only lines (str)")
+    return list(value)
+
+
+def _unwind(
+    impl: pluggy.HookImpl, wrapper: Generator[Any, Any, Any], results: list[list[str]]
+) -> list[list[str]]:
+    """Send a wrapper what the implementations inside it returned; what it returns."""
+    if impl.hookwrapper:  # old style: it reads (and may replace) a Result
+        outcome = pluggy.Result(results, None)
+        try:
+            wrapper.send(outcome)
+        except StopIteration:
+            returned = outcome.get_result()
+        else:
+            raise RuntimeError("the wrapper yielded twice")
+    else:
+        try:
+            wrapper.send(results)
+        except StopIteration as stop:
+            returned = stop.value
+        else:
+            raise RuntimeError("the wrapper yielded twice")
+    if not isinstance(returned, list):
+        raise TypeError(f"returned {type(returned).__name__}, not every output's lines")
+    return [lines for item in returned if (lines := _lines(item)) is not None]
+
+
+def failure(config: pytest.Config, impl: pluggy.HookImpl, exc: Exception) -> str:
+    """The one line of an implementation that failed: which output, and what went wrong."""
+    name = plugin_name(config, impl)
+    error = one_line(f"{type(exc).__name__}: {exc}".rstrip(": "))
+    if changes_the_report(exc):
+        return (
+            f"{OUTPUT_ERROR} output {name} tried to change the report, which is read-only ({error})"
+        )
+    return f"{OUTPUT_ERROR} output {name} failed: {error}"
+
+
+def changes_the_report(exc: Exception) -> bool:
+    """Whether ``exc`` is what an attempt to change a read-only value raises."""
+    if isinstance(exc, dataclasses.FrozenInstanceError):
+        return True
+    if isinstance(exc, AttributeError):
+        return exc.name in _MUTATORS
+    return isinstance(exc, TypeError) and "does not support item" in str(exc)
+
+
+def plugin_name(config: pytest.Config, impl: pluggy.HookImpl) -> str:
+    """An implementation's plugin as a user knows it: a ``conftest.py``'s path from the
+    rootdir, a module's name, else the name it was registered under."""
+    module_file = getattr(impl.plugin, "__file__", None)
+    if module_file:
+        path = Path(module_file)
+        if path.is_relative_to(config.rootpath):
+            return str(path.relative_to(config.rootpath))
+        return getattr(impl.plugin, "__name__", impl.plugin_name)
+    return impl.plugin_name
