@@ -272,7 +272,7 @@ class Report:
             "machine": self.machine,
             "commit": self.commit,
             "client": self.client,
-            "projection": dataclasses.asdict(self.projection),
+            "projection": self.projection.to_dict(),
             "substrates": {n: e.to_dict(fleet=fleet) for n, e in self.substrates.items()},
             "spread": spread_.to_dict() if spread_ else None,
             "ranking": [dataclasses.asdict(item) for item in self.ranking],
@@ -298,7 +298,7 @@ class Report:
     @classmethod
     def _of(cls, data: dict[str, Any]) -> Report:
         return cls(
-            projection=from_known(Scale, data["projection"]),
+            projection=Scale.from_dict(data["projection"]),
             substrates={n: SubstrateEntry.from_dict(e) for n, e in data["substrates"].items()},
             ranking=[from_known(Ranked, item) for item in data.get("ranking") or ()],
             plugin_version=data.get("plugin_version", "?"),

@@ -24,9 +24,6 @@ from .document import Report
 from .machine import CLOCK_NOTE
 from .projection import Scale
 
-#: The projection settings that must agree (unless forced).
-PROJECTION_KEYS = ("rollouts", "steps", "think_time_s", "think_time_source", "steps_source")
-
 
 @dataclass(frozen=True)
 class Part:
@@ -160,27 +157,32 @@ def _shard_count(parts: Sequence[Part], failed: Mapping[int, str]) -> int | None
 
 
 def _scale(parts: Sequence[Part], force: bool) -> Scale:
-    """The projection the parts were configured with (the first's when forced)."""
-    chosen = None
+    """The projection the parts were configured with (the first's when forced): each shard's
+    settings as its options asked them (:func:`_configured`)."""
+    chosen: tuple[str, Scale] | None = None
     for part in parts:
-        configured = part.client.get("projection") or dataclasses.asdict(part.report.projection)
-        settings = {key: configured.get(key) for key in PROJECTION_KEYS}
+        scale = _configured(part)
         if chosen is None:
-            chosen = (part.label, settings)
-        elif settings != chosen[1] and not force:
-            differ = ", ".join(k for k in PROJECTION_KEYS if settings[k] != chosen[1][k])
+            chosen = (part.label, scale)
+        elif scale != chosen[1] and not force:
+            first = chosen[1].to_dict()
+            differ = ", ".join(k for k, v in scale.to_dict().items() if v != first[k])
             raise MergeRefused(
                 f"{part.label}: different projection settings than {chosen[0]} ({differ}); "
                 "--force merges them at the first's"
             )
-    settings = chosen[1]
-    return Scale(
-        rollouts=settings["rollouts"],
-        steps=settings["steps"],
-        think_time_s=settings["think_time_s"] or 0.0,
-        think_time_source=settings["think_time_source"] or "option",
-        steps_source=settings["steps_source"] or "option",  # shards from before it was kept
-    )
+    assert chosen is not None  # merge() refuses no parts
+    return chosen[1]
+
+
+def _configured(part: Part) -> Scale:
+    """The projection settings a shard's options asked: its ``client.projection`` (before its
+    workloads set the steps), its report's where it has none, and its report's ranking where
+    an older shard did not keep it there; the fleet is the first part's (:func:`merge`)."""
+    report = part.report.projection
+    configured = part.client.get("projection")
+    scale = Scale.from_dict({"rank_by": report.rank_by} | configured) if configured else report
+    return dataclasses.replace(scale, fleet=None)
 
 
 def _check_steps(part: Part) -> None:

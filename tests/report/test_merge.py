@@ -14,12 +14,13 @@ from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.errors import MergeRefused
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.report.merge import Part, merge, write
+from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.summary.clients import client_lines
 
 
-def shard(index: int, count: int, made: list, **client) -> Part:
+def shard(index: int, count: int, made: list, scale: Scale | None = None, **client) -> Part:
     """A shard's report of ``made`` rollouts, as a run of this version writes it."""
-    data = report(made)
+    data = report(made, scale=scale)
     data.machine = {**data.machine, "hostname_sha256": f"host{index}"}
     data.client = {
         "shard": {"index": index, "count": count},
@@ -75,6 +76,27 @@ def test_other_projection_settings_are_refused_unless_forced():
         merge([first, second])
     forced = merge([first, second], force=True)
     assert forced.projection.steps == 150 and forced.merge["forced"]
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["client-kept", "older-shard"])
+def test_shards_ranked_by_cost_merge_into_a_run_ranked_by_cost(kept):
+    by_cost = Scale(rank_by="cost")
+    made = rollouts("local", COLD)
+    parts = [shard(index, 2, made[index::2], by_cost) for index in range(2)]
+    if kept:  # this version keeps the whole configured scale in the client's facts
+        for part in parts:
+            part.report.client["projection"] = {**part.report.client["projection"], "rank_by": "cost"}
+    merged = merge(parts)
+    assert merged.projection.rank_by == "cost"
+    assert merged.to_dict()["projection"]["rank_by"] == "cost"
+
+
+def test_shards_ranked_differently_are_refused_unless_forced():
+    first, second = split(2)
+    second.report.client["projection"]["rank_by"] = "cost"
+    with pytest.raises(MergeRefused, match=r"different projection settings .* \(rank_by\)"):
+        merge([first, second])
+    assert merge([first, second], force=True).projection.rank_by == "worker_hours"
 
 
 def test_other_shard_counts_and_missing_step_times_are_refused():
