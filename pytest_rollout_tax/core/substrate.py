@@ -19,13 +19,14 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract, prices
+from .known import from_known
 from .limits import LIMITS
 from .options import parse_options
 from .pool_stats import PoolStats
@@ -107,6 +108,10 @@ class ControlPlane:
         if data["connection"] is None:  # stated by hosted substrates only
             del data["connection"]
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ControlPlane:
+        return from_known(cls, data)
 
 
 def is_loopback(endpoint: str) -> bool:

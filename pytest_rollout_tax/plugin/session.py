@@ -15,6 +15,7 @@ import pytest
 
 from .. import __version__
 from ..core.record import Rollout
+from ..core.substrate import ControlPlane
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
@@ -54,11 +55,11 @@ class RolloutTaxSession:
         #: Rollouts started in this process and not yet torn down.
         self.running: list[Rollout] = []
         #: Burst levels measured before the tests, by substrate.
-        self.bursts: dict[str, list[dict]] = {}
+        self.bursts: dict[str, list[burst.BurstLevel]] = {}
         #: Warm pools' stats records, by substrate (xdist: one per worker).
         self.pool_records: dict[str, list[dict]] = {}
         #: Each measured substrate's control plane, timed at the end of the session.
-        self.control_planes: dict[str, dict] = {}
+        self.control_planes: dict[str, ControlPlane] = {}
         self.progress = ColdStartProgress(None)
         #: This client's shard, synchronized start, workload fingerprint and saturation.
         self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, slot)
@@ -80,7 +81,7 @@ class RolloutTaxSession:
         for name in self.settings.specs:
             self.bursts[name] = self._burst(name)
 
-    def _burst(self, name: str) -> list[dict]:
+    def _burst(self, name: str) -> list[burst.BurstLevel]:
         """The burst levels of substrate ``name``: none without credentials (its rollouts are
         skipped too), and every start failed on a substrate that is unusable otherwise."""
         try:
@@ -89,10 +90,10 @@ class RolloutTaxSession:
             return []
         except RolloutTaxError as exc:
             return [
-                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n})).to_dict()
+                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n}))
                 for n in self.settings.bursts
             ]
-        return [level.to_dict() for level in burst.run(substrate, self.settings.bursts)]
+        return burst.run(substrate, self.settings.bursts)
 
     def add_pool_records(self, records: dict[str, list[dict]]) -> None:
         """Warm-pool stats from a process that used the substrates (this one or a worker)."""
@@ -221,7 +222,7 @@ class RolloutTaxSession:
             rollout.outcome = "interrupted"
             self.aggregate.add(rollout.to_dict())
 
-    def _control_planes(self) -> dict[str, dict]:
+    def _control_planes(self) -> dict[str, ControlPlane]:
         """Each measured substrate's control plane, timed from this process (the client)."""
         planes = {}
         for name in self.aggregate.samples:
@@ -230,7 +231,7 @@ class RolloutTaxSession:
             except RolloutTaxError:  # e.g. no credentials: it measured nothing either
                 continue
             if plane is not None:
-                planes[name] = plane.to_dict()
+                planes[name] = plane
         return planes
 
     def _history_gate(self, saved: tuple) -> bool:

@@ -17,12 +17,14 @@ from typing import Any
 from ..core.files import write_json
 from ..errors import MergeRefused
 from ..fleet import burst
+from ..fleet.burst import BurstLevel
 from ..fleet.pool import PoolStats
 from .aggregate import Aggregate
 from .build import Fleet, summarize
 from .document import Report
 from .machine import CLOCK_NOTE
 from .projection import Scale
+from .records import Burst
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ def client_entry(part: Part) -> dict[str, Any]:
         "saturation": part.client.get("saturation"),
         "start_at": part.client.get("start_at"),
         "control_plane_rtt_s": {
-            name: entry.control_plane["rtt_s"]
+            name: entry.control_plane.rtt_s
             for name, entry in part.report.substrates.items()
             if entry.control_plane
         },
@@ -201,25 +203,26 @@ def _check_steps(part: Part) -> None:
         )
 
 
-def _bursts(parts: Sequence[Part]) -> dict[str, list[dict]]:
+def _bursts(parts: Sequence[Part]) -> dict[str, list[BurstLevel]]:
     """Every substrate's burst levels, each merged over the parts that ran it."""
-    by_name: dict[str, list[tuple[str, list[dict]]]] = {}
+    by_name: dict[str, list[tuple[str, list[Burst]]]] = {}
     for part in parts:
         for name, entry in part.report.substrates.items():
             if entry.burst:
                 by_name.setdefault(name, []).append((part.label, entry.burst))
     merged = {}
     for name, runs in by_name.items():
-        levels = [level["concurrency"] for level in runs[0][1]]
+        levels = [level.concurrency for level in runs[0][1]]
         for label, run in runs[1:]:
-            if [level["concurrency"] for level in run] != levels:
+            if [level.concurrency for level in run] != levels:
                 raise MergeRefused(
-                    f"{label}: {name} burst levels {[lv['concurrency'] for lv in run]} differ "
+                    f"{label}: {name} burst levels {[lv.concurrency for lv in run]} differ "
                     f"from {runs[0][0]}'s {levels}"
                 )
         try:
             merged[name] = [
-                burst.merge_levels([run[index] for _, run in runs]) for index in range(len(levels))
+                burst.merge_levels([run[index].level() for _, run in runs])
+                for index in range(len(levels))
             ]
         except ValueError as exc:
             raise MergeRefused(f"{name}: {exc}") from None
@@ -228,17 +231,17 @@ def _bursts(parts: Sequence[Part]) -> dict[str, list[dict]]:
 
 def _pools(parts: Sequence[Part]) -> dict[str, PoolStats]:
     """Every substrate's warm pools, merged over the parts."""
-    records: dict[str, list[dict]] = {}
+    records: dict[str, list[dict[str, Any]]] = {}
     for part in parts:
         for name, entry in part.report.substrates.items():
             pool = entry.pool
             if pool:
-                if "creation_s" not in pool:
+                if pool.creation_s is None:
                     raise MergeRefused(
                         f"{part.label}: {name}'s warm pool has no raw creation times (written "
                         "by an older version)"
                     )
-                records.setdefault(name, []).append(pool)
+                records.setdefault(name, []).append(pool.to_dict())
     return {name: PoolStats.merge(found) for name, found in records.items()}
 
 

@@ -52,10 +52,10 @@ def merge_lines(report: Report) -> list[str]:
     for index, error in merge["failed"].items():
         lines.append(f"warning: incomplete: shard {index}{of} failed: {error}")
     spreads = [
-        level["release_spread_s"]
+        level.release_spread_s
         for entry in report.substrates.values()
         for level in entry.burst or []
-        if level.get("release_spread_s") is not None
+        if level.release_spread_s is not None
     ]
     if merge.get("alignment"):
         apart = f"; burst releases at most {max(spreads) * 1e3:.3g}ms apart" if spreads else ""
