@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from .. import flags
 from ..core.files import write_json
-from ..report.document import Report
-from . import OUTPUT_ERROR, add_option, option
+from . import add_option, option
+from .outcome import OutputResult, SessionOutcome
 
 FLAG = flags.JSON.plugin
 
@@ -29,12 +27,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
+def pytest_rollout_tax_report(config: pytest.Config, outcome: SessionOutcome) -> OutputResult:
     path = option(config, FLAG)
     if not path:
-        return None
+        return OutputResult()
     try:
-        written = write_json(path, report.to_dict())
+        written = write_json(path, outcome.report.to_dict())
     except OSError as exc:
-        return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
-    return [f"report written to {written}"]
+        return OutputResult.error(f"cannot write {path}: {exc.strerror or exc}")
+    return OutputResult((f"report written to {written}",))

@@ -21,7 +21,8 @@ from ..fleet import burst
 from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
 from ..gate import compare, history
-from ..outputs import INTERRUPTED, OUTPUT_ERROR, SAVED
+from ..outputs import saved_run
+from ..outputs.outcome import OutputResult, SessionOutcome
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.document import Report
@@ -116,21 +117,36 @@ class RolloutTaxSession:
                 self.lines = render_nothing_ran(not_run)
             return exitstatus
         report = self.report = self.summarize()
-        summary = sections.summarize(report)
         verdict = self.gate.judge(for_saving(report), width=self._width())
-        self.config.stash[INTERRUPTED] = exitstatus == pytest.ExitCode.INTERRUPTED
-        hook = self.config.hook.pytest_rollout_tax_report
-        written = hook(config=self.config, report=report, summary=summary, verdict=verdict)
-        # the terminal summary first, then the outputs' lines (the JSON file first, the page
-        # last), the gate's, and the saved run's last (outputs/terminal_summary.py, saved_run.py)
-        self.lines = [line for lines in written for line in lines or ()]
-        # an output that was asked for could not be written (the summary's own error lines,
-        # first, are findings about the run, which the verdict counts on its own)
-        write_failed = any(
-            line.startswith(OUTPUT_ERROR) for lines in written[1:] for line in lines or ()
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        saved, saving = saved_run.save(
+            self.config, report, interrupted=interrupted, width=verdict.width
         )
+        outcome = SessionOutcome(
+            report,
+            sections.summarize(report),
+            verdict,
+            saved=saved,
+            interrupted=interrupted,
+            baseline=self.gate.baseline,
+            compared=self.gate.compare is not None,
+        )
+        hook = self.config.hook.pytest_rollout_tax_report
+        returned = hook(
+            config=self.config,
+            report=report,
+            summary=outcome.summary,
+            verdict=verdict,
+            outcome=outcome,
+        )
+        # the terminal summary first, then the outputs' lines (the JSON file first, the page
+        # last), the gate's (outputs/terminal_summary.py), and the saved run's last
+        results = [*map(OutputResult.of, returned), saving]
+        self.lines = [line for result in results for line in result.lines]
+        # an output that was asked for could not be written (the summary's own error lines
+        # are findings about the run, which the verdict counts on its own)
+        write_failed = any(result.failed for result in results)
         self.regression_lines = verdict.regression_lines
-        saved = self.config.stash.get(SAVED, ())
         history_failed = self.settings.history_fail and self._history_gate(saved)
         self.verdict = session_verdict(
             self.gate,
