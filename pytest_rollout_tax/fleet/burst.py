@@ -195,7 +195,11 @@ def merge_levels(parts: Sequence[BurstLevel]) -> BurstLevel:
         merged.rate_limited += part.rate_limited
     released = [part.released_at for part in parts if part.released_at is not None]
     if len(released) == len(parts):
-        done = [p.released_at + p.ready_all_s for p in parts if p.ready_all_s is not None]
+        done = [
+            p.released_at + p.ready_all_s
+            for p in parts
+            if p.released_at is not None and p.ready_all_s is not None
+        ]
         merged.released_at = min(released)
         merged.release_spread_s = max(released) - min(released)
         merged.ready_all_s = max(done) - merged.released_at if done else None
@@ -213,7 +217,8 @@ def knee(levels: list[dict[str, Any]]) -> int | None:
     base = measured[0]["cold_start"]["p50"]
     for level in measured[1:]:
         if level["cold_start"]["p50"] > KNEE_FACTOR * base:
-            return level["concurrency"]
+            concurrency: int = level["concurrency"]
+            return concurrency
     return None
 
 

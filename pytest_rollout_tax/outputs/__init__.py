@@ -5,16 +5,23 @@ module here, so a new output is one module."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
+#: The types an ini option may have (``pytest.Parser.addini``).
+IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool", "int", "float"]
 #: The plugin's option group, which every output's options join.
 GROUP = ("rollout-tax", "rollout tax (latency of execution substrates)")
 
 
 def add_option(
-    parser: pytest.Parser, flag: str, help_text: str, ini_type: str, ini_default: Any, **kwargs: Any
+    parser: pytest.Parser,
+    flag: str,
+    help_text: str,
+    ini_type: IniType,
+    ini_default: Any,
+    **kwargs: Any,
 ) -> None:
     """``flag`` in the plugin's group, with its ini twin (``--rollout-json``: rollout_json)."""
     name = ini_name(flag)

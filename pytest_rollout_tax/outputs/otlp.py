@@ -28,7 +28,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def endpoint(config: pytest.Config) -> str | None:
     """Where the telemetry goes: ``--rollout-otlp``, else the standard variables."""
-    given = option(config, FLAG)
+    given: str | None = option(config, FLAG)
     if given:
         return given
     return next((os.environ[name] for name in ENDPOINT_VARIABLES if os.environ.get(name)), None)

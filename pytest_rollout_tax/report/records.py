@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.known import from_known
 from ..core.pool_stats import PoolStats, idle_per_claim
@@ -17,7 +17,10 @@ from ..core.stats import Stats
 from ..fleet import burst
 from ..fleet.burst import BurstLevel
 
-R = TypeVar("R")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+R = TypeVar("R", bound="DataclassInstance")
 
 
 def _read(cls: type[R], data: Mapping[str, Any], *stats: str) -> R:

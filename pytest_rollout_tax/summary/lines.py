@@ -21,7 +21,7 @@ def ranked_names(report: Report) -> list[str]:
         return [item.substrate for item in report.ranking]
     substrates = report.substrates
 
-    def key(name: str) -> tuple:
+    def key(name: str) -> tuple[bool, float, str]:
         hours = substrates[name].worker_hours
         return (hours is None, hours or 0.0, name)
 

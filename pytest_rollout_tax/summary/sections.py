@@ -38,7 +38,7 @@ class Summary:
     decision: list[str]
     #: What the hours count: the scale, think time, command time.
     header: list[str]
-    rows: list[tuple[str, dict]]
+    rows: list[tuple[str, SubstrateEntry]]
     #: Where each substrate's hours go, in shares.
     shares: list[str]
     #: What the projection costs in dollars where a substrate has a price, and where it goes.

@@ -57,12 +57,20 @@ def _drop(key: str) -> Callable[[list[Column]], list[Column]]:
     return lambda columns: [c for c in columns if c.key != key]
 
 
+def _p50_cell(key: str) -> Callable[[str, SubstrateEntry], str]:
+    """The cell of a column of STATS ``key`` (``cold_start``, ``action``): its p50 alone."""
+
+    def cell(name: str, entry: SubstrateEntry) -> str:
+        stats: Stats | None = getattr(entry, key)
+        return _p50(stats)
+
+    return cell
+
+
 def _p50_only(key: str) -> Callable[[list[Column]], list[Column]]:
     def narrow(columns: list[Column]) -> list[Column]:
         return [
-            replace(c, header=(c.header[0], "p50"), cell=lambda n, e, k=key: _p50(getattr(e, k)))
-            if c.key == key
-            else c
+            replace(c, header=(c.header[0], "p50"), cell=_p50_cell(key)) if c.key == key else c
             for c in columns
         ]
 
