@@ -20,10 +20,10 @@ from . import flags
 from .core import prices
 from .core.files import check_report_path, write_json
 from .core.noise import ALPHA, MIN_SAMPLES
-from .errors import RolloutTaxError, UsageError
+from .errors import NoSavedRun, RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
 from .gate.sides import reproject
-from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
+from .gate.storage import DEFAULT_STORAGE, SavedRun, Storage, load
 from .page import html as html_report
 from .report import merge
 from .summary.terminal import render_summary

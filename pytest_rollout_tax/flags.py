@@ -17,6 +17,7 @@ from typing import Any
 from .core.files import check_report_path
 from .core.limits import LIMITS
 from .core.stats import STAT_NAMES
+from .errors import PlotsUnavailable
 from .gate.compare import Check
 from .page import plots
 from .report.schema import SAMPLE_METRICS
@@ -92,7 +93,7 @@ def page_path(text: str, spelled: str) -> str:
     report_path(text, spelled)
     try:
         plots.require()
-    except plots.PlotsUnavailable as exc:
+    except PlotsUnavailable as exc:
         raise ValueError(f"{spelled}={text}: {exc}") from None
     return text
 

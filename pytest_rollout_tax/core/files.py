@@ -81,7 +81,7 @@ def write_json(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
     return write_atomically(path, write)
 
 
-def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], object]) -> Path:
     """Have ``write`` fill a temporary file next to ``path``, then rename it over ``path``.
 
     Through a symlink, its target is replaced; the file's mode is 0666 less the umask.

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core.files import write_atomically
 from ..core.stats import Stats
+from ..errors import PlotsUnavailable
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
 from ..gate.sides import Side, sides
@@ -118,7 +119,7 @@ def fragment(report: Report, summary: Sequence[str]) -> str:
     ]
     try:
         plots.require()
-    except plots.PlotsUnavailable as exc:
+    except PlotsUnavailable as exc:
         return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>", "</div>"])
     now = sides(report, report.projection)
     found = [
