@@ -145,9 +145,10 @@ class Flag:
     ) -> None:
         """Add this flag (and its ``short`` spellings) to a command-line parser, parsed by the
         flag's own function; ``help`` says what a command does with it, where that differs."""
-        kind = argparse_type(self.parse) if self.parse and not self.named else None
+        if self.parse and not self.named:
+            kwargs["type"] = argparse_type(self.parse)
         parser.add_argument(
-            *short, self.cli, metavar=self.metavar, help=help or self.help, type=kind, **kwargs
+            *short, self.cli, metavar=self.metavar, help=help or self.help, **kwargs
         )
 
 

@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.pool_stats import PoolStats
 from ..core.price import Rate
 from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, UNBOUND
 from ..core.stats import Stats
 from ..core.substrate import ControlPlane
 from ..fleet.burst import BurstLevel
-from ..fleet.pool import PoolStats
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .document import Report, SubstrateEntry

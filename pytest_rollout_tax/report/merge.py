@@ -12,13 +12,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..core.files import write_json
+from ..core.pool_stats import PoolStats
 from ..errors import MergeRefused
 from ..fleet import burst
 from ..fleet.burst import BurstLevel
-from ..fleet.pool import PoolStats
 from .aggregate import Aggregate
 from .build import Fleet, summarize
 from .document import Report
@@ -251,7 +252,7 @@ def write(
     *,
     force: bool = False,
     failed: Mapping[int, str] | None = None,
-) -> list[str]:
+) -> tuple[Report, Path]:
     """Merge ``parts`` and write the report to ``path``; the report and where it went."""
     report = merge(parts, force=force, failed=failed)
     return report, write_json(path, report.to_dict())
