@@ -22,10 +22,10 @@ from . import __version__, cli_train, flags, recording
 from .core import prices
 from .core.files import check_report_path, write_json
 from .core.noise import ALPHA, MIN_SAMPLES
-from .errors import RolloutTaxError, UsageError
+from .errors import NoSavedRun, RolloutTaxError, UsageError
 from .gate import calibrate, compare, history
 from .gate.sides import reproject
-from .gate.storage import DEFAULT_STORAGE, NoSavedRun, SavedRun, Storage, load
+from .gate.storage import DEFAULT_STORAGE, SavedRun, Storage, load
 from .page import html as html_report
 from .report import merge
 from .report.build import for_saving

@@ -17,6 +17,7 @@ from typing import Any
 from .core.files import check_report_path
 from .core.limits import LIMITS
 from .core.stats import STAT_NAMES
+from .errors import PlotsUnavailable
 from .gate.compare import Check
 from .page import plots
 from .report.schema import SAMPLE_METRICS
@@ -93,7 +94,7 @@ def page_path(text: str, spelled: str) -> str:
     report_path(text, spelled)
     try:
         plots.require()
-    except plots.PlotsUnavailable as exc:
+    except PlotsUnavailable as exc:
         raise ValueError(f"{spelled}={text}: {exc}") from None
     return text
 
@@ -146,9 +147,10 @@ class Flag:
     ) -> None:
         """Add this flag (and its ``short`` spellings) to a command-line parser, parsed by the
         flag's own function; ``help`` says what a command does with it, where that differs."""
-        kind = argparse_type(self.parse) if self.parse and not self.named else None
+        if self.parse and not self.named:
+            kwargs["type"] = argparse_type(self.parse)
         parser.add_argument(
-            *short, self.cli, metavar=self.metavar, help=help or self.help, type=kind, **kwargs
+            *short, self.cli, metavar=self.metavar, help=help or self.help, **kwargs
         )
 
 

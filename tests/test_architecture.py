@@ -132,13 +132,34 @@ def test_an_output_is_one_module_the_plugin_never_names():
     terminal summary, always printed)."""
     outputs = [n for n in MODULES if wing(n) == "outputs" and n != f"{NAME}.outputs"]
     hooked = [n for n in outputs if "def pytest_rollout_tax_report" in MODULES[n].read_text()]
-    expected = {"json_file", "html_page", "saved_run", "terminal_summary"}
+    expected = {"json_file", "html_page", "terminal_summary"}
     assert {n.rsplit(".", 1)[1] for n in hooked} >= expected
     plugin = {m for n in MODULES if wing(n) == "plugin" for m in GRAPH[n]}
     assert not plugin & set(hooked), sorted(plugin & set(hooked))
     for name in hooked:
         if name != f"{NAME}.outputs.terminal_summary":
             assert "def pytest_addoption" in MODULES[name].read_text(), name
+
+
+def stash_reads(name: str) -> list[int]:
+    """The lines where module ``name`` touches a config's stash (``config.stash``, ``.stash``
+    of anything, or a ``StashKey``)."""
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(MODULES[name].read_text()))
+        if (isinstance(node, ast.Attribute) and node.attr in ("stash", "StashKey"))
+        or (isinstance(node, ast.Name) and node.id == "StashKey")
+    )
+
+
+def test_no_output_reads_the_config_stash():
+    """An output is handed the session's outcome (outputs/outcome.py) and hands back its
+    result: nothing reaches it, or leaves it, through pytest's config stash."""
+    outputs = [n for n in MODULES if wing(n) == "outputs"]
+    assert f"{NAME}.outputs.html_page" in outputs
+    readers = {n: lines for n in outputs if (lines := stash_reads(n))}
+    assert not readers, readers
+    assert stash_reads(f"{NAME}.plugin.rollouts"), "the walker sees a stash where there is one"
 
 
 def test_the_report_wing_holds_the_document_and_the_summary_its_text():

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from .known import from_known
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,10 @@ class ControlPlane:
         if data["connection"] is None:  # stated by hosted substrates only
             del data["connection"]
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ControlPlane:
+        return from_known(cls, data)
 
 
 def is_loopback(endpoint: str) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..errors import ConfigError, NotRegularFileError
 from .paths import regular_file
@@ -53,7 +53,7 @@ BUFFER = 1 << 20
 _ENCODE = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
-def stream_json(handle: TextIO, data: dict) -> None:
+def stream_json(handle: TextIO, data: Mapping[str, Any]) -> None:
     """Write ``data`` as compact JSON, each item of a top-level list encoded on its own."""
     handle.write("{")
     for index, (key, value) in enumerate(data.items()):
@@ -68,7 +68,7 @@ def stream_json(handle: TextIO, data: dict) -> None:
     handle.write("}")
 
 
-def write_json(path: str | os.PathLike[str], data: dict) -> Path:
+def write_json(path: str | os.PathLike[str], data: Mapping[str, Any]) -> Path:
     """Write ``data`` as compact JSON atomically to ``path`` (through a symlink, to its target).
 
     A crash never leaves a half-written file; the file's mode is 0666 less the umask.
@@ -81,7 +81,7 @@ def write_json(path: str | os.PathLike[str], data: dict) -> Path:
     return write_atomically(path, write)
 
 
-def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], None]) -> Path:
+def write_atomically(path: str | os.PathLike[str], write: Callable[[TextIO], object]) -> Path:
     """Have ``write`` fill a temporary file next to ``path``, then rename it over ``path``.
 
     Through a symlink, its target is replaced; the file's mode is 0666 less the umask.

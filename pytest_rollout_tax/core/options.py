@@ -119,7 +119,10 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
         raise TypeError("expected KEY=VALUE pairs")
     text = value.strip()
     if text.startswith("{"):
-        return json.loads(text)
+        table = json.loads(text)
+        if not isinstance(table, dict):
+            raise TypeError("expected a JSON object")
+        return table
     pairs = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, val = item.partition("=")
@@ -137,5 +140,8 @@ def _as_list(value: Any) -> list[Any]:
         raise TypeError("expected a list")
     text = value.strip()
     if text.startswith("["):
-        return json.loads(text)
+        items = json.loads(text)
+        if not isinstance(items, list):
+            raise TypeError("expected a JSON array")
+        return items
     return [item.strip() for item in text.split(",") if item.strip()]

@@ -138,7 +138,7 @@ class Rollout:
 
     def to_dict(self) -> dict[str, Any]:
         """The report's ``rollouts[]`` item: steps as columns; also what xdist ships."""
-        extra = {"replay": dict(self.replay)} if self.replay is not None else {}
+        extra: dict[str, Any] = {"replay": dict(self.replay)} if self.replay is not None else {}
         if self.client is not None:  # a merged report's rollout
             extra |= {"shard": self.shard, "client": self.client}
         if self.runtime is not None:  # a substrate with an OCI runtime
@@ -184,7 +184,7 @@ class Rollout:
         return cls(**fields)
 
 
-def step_columns(steps: Iterable[Step]) -> dict[str, list]:
+def step_columns(steps: Iterable[Step]) -> dict[str, list[Any]]:
     """Steps as the report stores them: one list per field (``rollout-tax/2``).
 
     ``kind`` holds indexes into ``kinds``, the step kinds in order of first use; ``wall_us``
@@ -199,8 +199,13 @@ def step_columns(steps: Iterable[Step]) -> dict[str, list]:
         codes.append(kinds.setdefault(step.kind, len(kinds)))
         walls.append(round(step.wall_s * MICROSECONDS))
         exit_codes.append(step.exit_code)
-    columns = {"kinds": list(kinds), "kind": codes, "wall_us": walls, "exit_code": exit_codes}
-    optional = {
+    columns: dict[str, list[Any]] = {
+        "kinds": list(kinds),
+        "kind": codes,
+        "wall_us": walls,
+        "exit_code": exit_codes,
+    }
+    optional: dict[str, list[Any]] = {
         "output_bytes": [step.output_bytes for step in steps],
         "think_us": [_microseconds(step.think_s) for step in steps],
         "recorded_us": [_microseconds(step.recorded_s) for step in steps],
@@ -223,7 +228,7 @@ def _seconds(microseconds: int | None) -> float | None:
     return None if microseconds is None else microseconds / MICROSECONDS
 
 
-def steps_of(stored: dict | list | None) -> Iterable[Step]:
+def steps_of(stored: dict[str, Any] | list[dict[str, Any]] | None) -> Iterable[Step]:
     """The steps of a stored rollout in any shape: ``/2`` columns, ``/1`` columns or list."""
     if not stored:
         return []
@@ -263,7 +268,7 @@ def steps_of(stored: dict | list | None) -> Iterable[Step]:
     ]
 
 
-def step_column(stored: dict | list | None, name: str) -> list:
+def step_column(stored: dict[str, Any] | list[dict[str, Any]] | None, name: str) -> list[Any]:
     """One column of a stored rollout's steps as stored (None where a step has no value)."""
     if not stored:
         return []
@@ -274,7 +279,7 @@ def step_column(stored: dict | list | None, name: str) -> list:
     return [None] * len(stored.get("kind", ()))
 
 
-def step_walls(stored: dict | list | None) -> list[float]:
+def step_walls(stored: dict[str, Any] | list[dict[str, Any]] | None) -> list[float]:
     """The wall times in seconds of a stored rollout's steps, in any shape."""
     if not stored:
         return []

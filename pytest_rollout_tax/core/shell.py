@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import functools
 import shlex
 import sys
 import time
@@ -155,7 +156,7 @@ class ShellTransport(Transport):
         else:
             script = step_line(argv, timeout=timeout, env=env, cwd=cwd)
             code, stdout, stderr = self._call(script, deadline, cap=self.output_cap)
-        if was_timed_out(timeout, code, time.perf_counter() - started):
+        if timeout is not None and was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate, timeout)
         return RawResult.of(code, stdout, stderr)
 
@@ -214,15 +215,15 @@ class ShellTransport(Transport):
         """A file step (a script for ``sh``); past ``timeout`` (else a minute of silence) the
         session cannot be trusted to frame the next step and is lost."""
         if self.helper is not None:
-            send, step = self._request, script_request(script)
+            send = functools.partial(self._request, script_request(script))
         else:
-            send, step = self._call, subshell(script)
+            send = functools.partial(self._call, subshell(script))
         if timeout is None:
-            code, stdout, stderr = send(step, deadline=None, silence=GRACE_S * 6)
+            code, stdout, stderr = send(deadline=None, silence=GRACE_S * 6)
         else:
             deadline = time.monotonic() + timeout
             silent = f"a file step got no answer within its {timeout:g} s timeout"
-            code, stdout, stderr = send(step, deadline, silent=silent)
+            code, stdout, stderr = send(deadline, silent=silent)
         if code != 0:
             raise contract.file_error_for(code, path) or OSError(
                 errno.EIO, one_line(stderr.data.decode("utf-8", "replace")) or "failed", path
@@ -282,7 +283,9 @@ class ShellTransport(Transport):
             if not chunk:
                 raise self._lost("the shell ended")
             streams[stream].feed(chunk)
-        return int(streams[STDOUT].trailer), streams[STDOUT].output, streams[STDERR].output
+        trailer = streams[STDOUT].trailer
+        assert trailer is not None  # every stream ended, so each read its trailer
+        return int(trailer), streams[STDOUT].output, streams[STDERR].output
 
     def _lost(self, why: str) -> SandboxError:
         """The session is unusable: close it; every later step fails at once, in one line."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 def min_samples(stat: str) -> int:
@@ -56,10 +57,10 @@ class Stats:
         )
 
     @classmethod
-    def from_dict(cls, data: dict) -> Stats:
+    def from_dict(cls, data: Mapping[str, Any]) -> Stats:
         return cls(**{field: data[field] for field in (*STAT_NAMES, "n")})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

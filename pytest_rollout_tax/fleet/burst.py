@@ -14,7 +14,7 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -184,11 +184,10 @@ def run(
     return [run_level(substrate, n, timeout=timeout) for n in levels]
 
 
-def merge_levels(levels: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_levels(parts: Sequence[BurstLevel]) -> BurstLevel:
     """One fleet-wide level of the same level run by several clients, aligned by epoch time:
     the concurrencies add up, every cold start is a sample, and ``ready_all_s`` runs from the
     first release to the last sandbox ready (or failed) on any client."""
-    parts = [BurstLevel.from_dict(level) for level in levels]
     merged = BurstLevel(sum(part.concurrency for part in parts))
     for part in parts:
         merged.cold_start_s += part.cold_start_s
@@ -196,11 +195,15 @@ def merge_levels(levels: list[dict[str, Any]]) -> dict[str, Any]:
         merged.rate_limited += part.rate_limited
     released = [part.released_at for part in parts if part.released_at is not None]
     if len(released) == len(parts):
-        done = [p.released_at + p.ready_all_s for p in parts if p.ready_all_s is not None]
+        done = [
+            p.released_at + p.ready_all_s
+            for p in parts
+            if p.released_at is not None and p.ready_all_s is not None
+        ]
         merged.released_at = min(released)
         merged.release_spread_s = max(released) - min(released)
         merged.ready_all_s = max(done) - merged.released_at if done else None
-    return merged.to_dict()
+    return merged
 
 
 def knee(levels: list[dict[str, Any]]) -> int | None:
@@ -214,7 +217,8 @@ def knee(levels: list[dict[str, Any]]) -> int | None:
     base = measured[0]["cold_start"]["p50"]
     for level in measured[1:]:
         if level["cold_start"]["p50"] > KNEE_FACTOR * base:
-            return level["concurrency"]
+            concurrency: int = level["concurrency"]
+            return concurrency
     return None
 
 

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..core.pool_stats import PoolStats
 from ..core.record import Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Prepare, Substrate
@@ -15,7 +16,7 @@ from ..core.transport import OUTPUT_CAP
 from ..errors import RolloutTaxError, SubstrateUnavailable
 from ..substrates.registry import Registry
 from ..substrates.selection import SubstrateSpec
-from .pool import PoolStats, WarmPool
+from .pool import WarmPool
 from .reuse import Recycler
 
 log = logging.getLogger(__name__)

@@ -119,7 +119,7 @@ class WarmPool:
             slot = _Slot(sandbox=sandbox, ready_at=time.perf_counter())
         with self._lock:
             self._creators.discard(threading.current_thread())
-            if slot.sandbox is not None:
+            if slot.error is None:  # a sandbox was made
                 self.stats.creation_s.append(record.cold_start_s or 0.0)
             else:
                 self.stats.failure_reasons[reason_of(slot.error)] += 1

@@ -54,7 +54,9 @@ class SandboxEnvironment:
         self.sandbox = sandbox
         self.config = config_class(**kwargs)
 
-    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+    def execute(
+        self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None
+    ) -> dict[str, Any]:
         """Run ``action["command"]`` in the sandbox with bash (sh without it), stderr merged
         into the output, as mini-swe-agent's environments do; raises Submitted when the agent
         submits."""
@@ -89,7 +91,7 @@ class SandboxEnvironment:
             kwargs,
         )
 
-    def serialize(self) -> dict:
+    def serialize(self) -> dict[str, Any]:
         """The environment's part of a saved trajectory (variable names, never their values)."""
         config = self.config.model_dump(mode="json")
         config["env"] = sorted(config.get("env", {}))
@@ -103,7 +105,7 @@ class SandboxEnvironment:
         }
 
 
-def _check_finished(output: dict) -> None:
+def _check_finished(output: dict[str, Any]) -> None:
     """Raise Submitted when the output's first line is the submit marker and it exited 0."""
     lines = output.get("output", "").lstrip().splitlines(keepends=True)
     if lines and lines[0].strip() == SUBMIT_MARKER and output["returncode"] == 0:

@@ -1,23 +1,27 @@
 """The report's outputs: each module one output (a file, another plugin's report) that
-declares its own options and implements the ``pytest_rollout_tax_report`` hook; the plugin
-registers every module here, so a new output is one module."""
+declares its own options and implements the ``pytest_rollout_tax_report`` hook, which hands
+it the session's outcome and takes back its result (outcome.py); the plugin registers every
+module here, so a new output is one module."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
-#: How an output's line begins when what was asked of it failed: the run's exit status is then
-#: non-zero (a report asked for is never lost quietly).
-OUTPUT_ERROR = "rollout-tax: error:"
+#: The types an ini option may have (``pytest.Parser.addini``).
+IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool", "int", "float"]
 #: The plugin's option group, which every output's options join.
 GROUP = ("rollout-tax", "rollout tax (latency of execution substrates)")
 
 
 def add_option(
-    parser: pytest.Parser, flag: str, help_text: str, ini_type: str, ini_default: Any, **kwargs: Any
+    parser: pytest.Parser,
+    flag: str,
+    help_text: str,
+    ini_type: IniType,
+    ini_default: Any,
+    **kwargs: Any,
 ) -> None:
     """``flag`` in the plugin's group, with its ini twin (``--rollout-json``: rollout_json)."""
     name = ini_name(flag)
@@ -46,12 +50,3 @@ def spelled(config: pytest.Config, flag: str) -> str:
 def is_controller(config: pytest.Config) -> bool:
     """Whether this process writes the outputs (not an xdist worker)."""
     return not hasattr(config, "workerinput")
-
-
-#: The session's gate (``plugin.gating.Gate``): its baseline, for outputs that show it.
-GATE = pytest.StashKey[Any]()
-#: Whether the session was interrupted (set before the hook): a partial run is never saved.
-INTERRUPTED = pytest.StashKey[bool]()
-#: The files the run was saved to (``saved_run.py``, before every other output): the page's
-#: title names the first, ``--rollout-history-fail`` reads the history up to them.
-SAVED = pytest.StashKey[tuple[Path, ...]]()

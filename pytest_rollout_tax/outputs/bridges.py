@@ -4,6 +4,7 @@ rollout summary and plots in pytest-html's page, the summary in pytest-json-repo
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -20,13 +21,15 @@ class ReportBridges:
         self._report = current_report
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list) -> None:
+    def pytest_html_results_summary(
+        self, prefix: list[str], summary: list[str], postfix: list[str]
+    ) -> None:
         report = self._report()
         if report is not None:
             postfix.append(html.fragment(report, render_summary(report)))
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_json_modifyreport(self, json_report: dict) -> None:
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         report = self._report()
         if report is not None:
             json_report["rollout_tax"] = {

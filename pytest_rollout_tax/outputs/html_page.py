@@ -3,15 +3,13 @@ the gate's verdict when the run was compared."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from .. import flags
 from ..page import html
-from ..report.document import Report
 from ..summary.train_log import training_lines
-from . import GATE, OUTPUT_ERROR, SAVED, add_option, option
+from . import add_option, option
+from .outcome import OutputResult, SessionOutcome
 from .train_log import section_of
 
 FLAG = flags.HTML.plugin
@@ -38,25 +36,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
+def pytest_rollout_tax_report(config: pytest.Config, outcome: SessionOutcome) -> OutputResult:
     path = option(config, FLAG)
     if not path:
-        return None
-    gate = config.stash.get(GATE, None)
-    baseline = gate.baseline if gate else None
-    saved = config.stash.get(SAVED, ())  # saved_run.py saves before every output
+        return OutputResult()
+    baseline, saved = outcome.baseline, outcome.saved  # saved before every output
     name = saved[0].name if saved else option(config, flags.JSON.plugin)
     try:
         page = html.render(
-            report,
+            outcome.report,
             baseline=baseline.report if baseline else None,
             baseline_label=baseline.label if baseline else "",
-            verdict=verdict if gate is not None and gate.compare is not None else None,
-            title=html.run_title(report, name),
-            summary=summary,
-            train_log=training_lines(section) if (section := section_of(config, report)) else (),
+            verdict=outcome.verdict if outcome.compared else None,
+            title=html.run_title(outcome.report, name),
+            summary=outcome.summary,
+            train_log=training_lines(section)
+            if (section := section_of(config, outcome.report))
+            else (),
         )
         written = html.write(path, page)
     except OSError as exc:
-        return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
-    return [f"HTML report written to {written}"]
+        return OutputResult.error(f"cannot write {path}: {exc.strerror or exc}")
+    return OutputResult((f"HTML report written to {written}",))

@@ -9,7 +9,8 @@ import pytest
 from .. import flags
 from ..core.files import write_json
 from ..report.document import Report
-from . import OUTPUT_ERROR, add_option, option
+from . import add_option, option
+from .outcome import OutputResult, SessionOutcome
 from .train_log import section_of
 
 FLAG = flags.JSON.plugin
@@ -36,15 +37,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
+def pytest_rollout_tax_report(config: pytest.Config, outcome: SessionOutcome) -> OutputResult:
     path = option(config, FLAG)
     if not path:
-        return None
+        return OutputResult()
     try:
-        written = write_json(path, with_training(config, report))
+        written = write_json(path, with_training(config, outcome.report))
     except OSError as exc:
-        return [f"{OUTPUT_ERROR} cannot write {path}: {exc.strerror or exc}"]
-    return [f"report written to {written}"]
+        return OutputResult.error(f"cannot write {path}: {exc.strerror or exc}")
+    return OutputResult((f"report written to {written}",))
 
 
 def with_training(config: pytest.Config, report: Report) -> dict[str, Any]:

@@ -1,22 +1,23 @@
 """``--rollout-save`` and ``--rollout-autosave``: the run saved in ``--rollout-storage`` for
-later comparison (gate/storage.py, docs/gating.md), never an interrupted one."""
+later comparison (gate/storage.py, docs/gating.md), never an interrupted one. The session
+saves it (:func:`save`) before it calls any output, whose outcome then names the files."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from .. import flags
 from ..errors import RolloutTaxError
-from ..gate.compare import Verdict, fit
+from ..gate.compare import fit
 from ..gate.storage import Storage, check_name
 from ..report.build import for_saving
 from ..report.document import Report
-from . import INTERRUPTED, SAVED, add_option, is_controller, option
+from . import add_option, is_controller, option
+from .outcome import OutputResult
 
 SAVE = "--rollout-save"
 AUTOSAVE = "--rollout-autosave"
@@ -50,7 +51,7 @@ class Saving:
     def asked(self) -> bool:
         return self.name is not None or self.autosave
 
-    def save(self, report: Report) -> tuple[tuple[Path, ...], list[str]]:
+    def save(self, report: Report) -> tuple[tuple[Path, ...], OutputResult]:
         """Save ``report`` as asked: the files written, and the lines that say so (an error's
         last: the files saved before it stay)."""
         paths: list[Path] = []
@@ -60,9 +61,10 @@ class Saving:
             if self.autosave:
                 paths.append(self.storage.autosave(report))
         except (OSError, ValueError, RolloutTaxError) as exc:
-            error = f"rollout-tax: error: cannot save this run in {self.storage}: {exc}"
-            return tuple(paths), [*(f"run saved to {path}" for path in paths), error]
-        return tuple(paths), [f"run saved to {path}" for path in paths]
+            error = OutputResult.error(f"cannot save this run in {self.storage}: {exc}")
+            lines = (*(f"run saved to {path}" for path in paths), *error.lines)
+            return tuple(paths), OutputResult(lines, failed=True)
+        return tuple(paths), OutputResult(tuple(f"run saved to {path}" for path in paths))
 
 
 def written_files(config: pytest.Config) -> list[tuple[str, str | None]]:
@@ -86,19 +88,18 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_rollout_tax_report(
-    config: pytest.Config, report: Report, summary: Any, verdict: Verdict
-) -> Generator[None, list, list]:
-    """Save the run before every other output (the page's title names the file); its lines
-    come last, after the terminal's summary and the gate's lines."""
+def save(
+    config: pytest.Config, report: Report, *, interrupted: bool, width: int
+) -> tuple[tuple[Path, ...], OutputResult]:
+    """Save the run as asked, before every output (the session's outcome names the files, the
+    page's title the first): the files, and the lines that come last, after the terminal's
+    summary and the gate's lines, fitted to ``width``."""
     saving = Saving.of(config)
-    paths: tuple[Path, ...] = ()
-    lines: list[str] = []
-    if saving.asked and config.stash.get(INTERRUPTED, False):
-        lines = ["rollout-tax: the session was interrupted: this run is not saved"]
-    elif saving.asked:
-        paths, lines = saving.save(for_saving(report))
-    config.stash[SAVED] = paths
-    written = yield
-    return [*written, fit(lines, verdict.width)] if lines else written
+    if not saving.asked:
+        return (), OutputResult()
+    if interrupted:
+        return (), OutputResult(
+            ("rollout-tax: the session was interrupted: this run is not saved",)
+        )
+    paths, result = saving.save(for_saving(report))
+    return paths, dataclasses.replace(result, lines=tuple(fit(list(result.lines), width)))

@@ -14,7 +14,8 @@ from ..errors import TrainLogError
 from ..report.document import Report
 from ..summary.train_log import training_lines
 from ..train_logs.section import Asked, Training
-from . import OUTPUT_ERROR, add_option, is_controller, option
+from . import add_option, is_controller, option
+from .outcome import OUTPUT_ERROR
 
 FLAG = flags.TRAIN_LOG.plugin
 #: The options and the log read at configure time.

@@ -15,12 +15,13 @@ from typing import Any
 
 from ..core.files import write_atomically
 from ..core.stats import Stats
-from ..fleet import burst
+from ..errors import PlotsUnavailable
 from ..gate.compare import Verdict, gate_lines, table_rows
 from ..gate.compare import notes as comparison_notes
 from ..gate.sides import Side, sides
 from ..report.document import Report
 from ..report.projection import project
+from ..report.records import knee
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from ..text.units import hours, seconds
@@ -122,7 +123,7 @@ def fragment(report: Report, summary: Sequence[str]) -> str:
     ]
     try:
         plots.require()
-    except plots.PlotsUnavailable as exc:
+    except PlotsUnavailable as exc:
         return "\n".join([*parts, f"<p>Plots: {e(str(exc))}</p>", "</div>"])
     now = sides(report, report.projection)
     found = [
@@ -278,21 +279,21 @@ def _fleet(entries: Mapping[str, Any]) -> str:
     fleet projection: the terminal's lines under their tables."""
     levels, pools, lines = [], [], []
     for name, entry in entries.items():
-        knee = burst.knee(entry.burst) if entry.burst else None
+        found = knee(entry.burst) if entry.burst else None
         for level in entry.burst or []:
-            cold, n = level["cold_start"], level["concurrency"]
+            cold, n = level.cold_start, level.concurrency
             levels.append([
-                name, str(n) + (" (knee)" if n == knee else ""),
-                seconds(cold["p50"]) if cold else "-", seconds(cold["p95"]) if cold else "-",
-                f"{1 - level['failures'] / n:.0%}" if n else "-",
-                f"{level['creates_per_s']:.3g}" if level["creates_per_s"] is not None else "-",
+                name, str(n) + (" (knee)" if n == found else ""),
+                seconds(cold.p50) if cold else "-", seconds(cold.p95) if cold else "-",
+                f"{1 - level.failures / n:.0%}" if n else "-",
+                f"{level.creates_per_s:.3g}" if level.creates_per_s is not None else "-",
             ])  # fmt: skip
         if pool := entry.pool:
-            created = pool["creations"]
+            created = pool.creations
             pools.append([
-                name, str(pool["size"]), str(pool["hits"] + pool["misses"]), str(pool["hits"]),
-                str(pool["misses"]), seconds(pool["idle_sandbox_s"]),
-                seconds(created["p50"]) if created else "-",
+                name, str(pool.size), str(pool.claims), str(pool.hits),
+                str(pool.misses), seconds(pool.idle_sandbox_s),
+                seconds(created.p50) if created else "-",
             ])  # fmt: skip
         lines += fleet_lines(name, entry)
     parts = []

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..gate.compare import Outcome, percent
+from ..gate.compare import Outcome
 from ..report.document import Report, SubstrateEntry
 from ..report.projection import Scale, project
-from ..text.units import dollars, hours, ratio, share
+from ..text.units import dollars, hours, percent, ratio, share
 from .markup import e, table
 
 

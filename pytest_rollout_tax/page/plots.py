@@ -100,13 +100,16 @@ def _fixed(name: str, known: Sequence[str], palette: Sequence[str]) -> str:
     return palette[index % len(palette)]
 
 
-def ecdf_points(samples: Sequence[float], limit: int = ECDF_POINTS) -> tuple[list, list]:
+def ecdf_points(
+    samples: Sequence[float], limit: int = ECDF_POINTS
+) -> tuple[list[float], list[float]]:
     """The ECDF of the positive ``samples`` as at most ``limit`` (value, fraction) points.
 
     Past ``limit`` samples, evenly spaced ranks are kept, always with the minimum and maximum.
     """
     ordered = sorted(value for value in samples if value > 0)
     count = len(ordered)
+    ranks: Sequence[int]
     if count <= limit:
         ranks = range(count)
     else:

@@ -115,7 +115,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except RolloutTaxError as exc:
         raise pytest.UsageError(str(exc)) from None
     gate = gate_of(config)
-    config.stash[outputs.GATE] = gate
     session = RolloutTaxSession(config, settings, substrates, gate)
     plugin = RolloutTaxPlugin(session)
     config.pluginmanager.register(plugin, "rollout-tax")

@@ -1,11 +1,12 @@
 """The output hook, each implementation called on its own: an output that raises or returns
-what is not lines costs only itself.
+what is not a result costs only itself.
 
 pluggy stops a hook at the first implementation that raises, so one broken output (a
 third party's ``conftest.py``) would lose every other output's lines and the summary. Here each
 implementation (``get_hookimpls()``, in pluggy's order, wrappers around the rest) is called
-alone, and what goes wrong becomes one ``rollout-tax: error:`` line naming it: the run's exit
-status then says an output failed, as for a file that could not be written.
+alone, and what goes wrong becomes a failed :class:`~..outputs.outcome.OutputResult` whose
+one ``rollout-tax: error:`` line names it: the run's exit status then says an output failed,
+as for a file that could not be written.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pluggy
 import pytest
 
 from ..core.transport import one_line
-from ..outputs import OUTPUT_ERROR
+from ..outputs.outcome import OutputResult, Returned
 
 #: Methods whose absence on the report's parts means an output tried to change them.
 _MUTATORS = frozenset(
@@ -28,15 +29,15 @@ _MUTATORS = frozenset(
 )  # fmt: skip
 
 
-def call_outputs(config: pytest.Config, **arguments: Any) -> list[list[str]]:
+def call_outputs(config: pytest.Config, **arguments: Any) -> list[OutputResult]:
     """Call every ``pytest_rollout_tax_report`` implementation with ``config`` and
-    ``arguments``; their lines as pluggy would return them (the wrappers' own first and last),
-    an error line in place of each implementation that failed."""
+    ``arguments``; their results in pluggy's order (the wrappers' own first and last), a
+    failed result in place of each implementation that failed."""
     kwargs = {"config": config, **arguments}
     impls = config.hook.pytest_rollout_tax_report.get_hookimpls()
     wrappers: list[tuple[pluggy.HookImpl, Generator[Any, Any, Any]]] = []
-    results: list[list[str]] = []
-    failed: list[str] = []
+    results: list[Returned] = []
+    failed: list[OutputResult] = []
     for impl in reversed(impls):  # pluggy calls the last registered first
         args = [kwargs[name] for name in impl.argnames]
         try:
@@ -45,26 +46,27 @@ def call_outputs(config: pytest.Config, **arguments: Any) -> list[list[str]]:
                 next(wrapper)
                 wrappers.append((impl, wrapper))
                 continue
-            lines = _lines(impl.function(*args))
+            returned = _checked(impl.function(*args))
         except Exception as exc:  # the output's own fault: it costs only itself
-            results.append([failure(config, impl, exc)])
+            results.append(failure(config, impl, exc))
             continue
-        if lines is not None:
-            results.append(lines)
+        if returned is not None:
+            results.append(returned)
     for impl, wrapper in reversed(wrappers):
         try:
             results = _unwind(impl, wrapper, results)
         except Exception as exc:
             failed.append(failure(config, impl, exc))
-    return [*results, *([line] for line in failed)]
+    return [*map(OutputResult.of, results), *failed]
 
 
-def _lines(value: Any) -> list[str] | None:
-    """An implementation's return value, which must be None or lines (a list of str)."""
-    if value is None:
-        return None
+def _checked(value: Any) -> Returned:
+    """An implementation's return value, which must be a result, None or lines (a list of
+    str)."""
+    if value is None or isinstance(value, OutputResult):
+        return value
     if not isinstance(value, (list, tuple)):
-        raise TypeError(f"returned {type(value).__name__}, not a list of lines (str)")
+        raise TypeError(f"returned {type(value).__name__}, not a result or a list of lines")
     wrong = next((item for item in value if not isinstance(item, str)), None)
     if wrong is not None:
         raise TypeError(f"returned a list holding {type(wrong).__name__}, not only lines (str)")
@@ -72,8 +74,8 @@ def _lines(value: Any) -> list[str] | None:
 
 
 def _unwind(
-    impl: pluggy.HookImpl, wrapper: Generator[Any, Any, Any], results: list[list[str]]
-) -> list[list[str]]:
+    impl: pluggy.HookImpl, wrapper: Generator[Any, Any, Any], results: list[Returned]
+) -> list[Returned]:
     """Send a wrapper what the implementations inside it returned; what it returns."""
     if impl.hookwrapper:  # old style: it reads (and may replace) a Result
         outcome = pluggy.Result(results, None)
@@ -91,19 +93,20 @@ def _unwind(
         else:
             raise RuntimeError("the wrapper yielded twice")
     if not isinstance(returned, list):
-        raise TypeError(f"returned {type(returned).__name__}, not every output's lines")
-    return [lines for item in returned if (lines := _lines(item)) is not None]
+        raise TypeError(f"returned {type(returned).__name__}, not every output's results")
+    return [result for item in returned if (result := _checked(item)) is not None]
 
 
-def failure(config: pytest.Config, impl: pluggy.HookImpl, exc: Exception) -> str:
-    """The one line of an implementation that failed: which output, and what went wrong."""
+def failure(config: pytest.Config, impl: pluggy.HookImpl, exc: Exception) -> OutputResult:
+    """The result of an implementation that failed: one line, which output and what went
+    wrong."""
     name = plugin_name(config, impl)
     error = one_line(f"{type(exc).__name__}: {exc}".rstrip(": "))
     if changes_the_report(exc):
-        return (
-            f"{OUTPUT_ERROR} output {name} tried to change the report, which is read-only ({error})"
+        return OutputResult.error(
+            f"output {name} tried to change the report, which is read-only ({error})"
         )
-    return f"{OUTPUT_ERROR} output {name} failed: {error}"
+    return OutputResult.error(f"output {name} failed: {error}")
 
 
 def changes_the_report(exc: Exception) -> bool:

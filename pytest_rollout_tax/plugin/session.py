@@ -14,13 +14,15 @@ from collections import Counter
 import pytest
 
 from .. import __version__
+from ..core.control_plane import ControlPlane
 from ..core.record import STEP_COLUMNS, Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
 from ..gate import compare, history
-from ..outputs import INTERRUPTED, OUTPUT_ERROR, SAVED
+from ..outputs import saved_run
+from ..outputs.outcome import SessionOutcome
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, Row
 from ..report.build import Fleet, absent, for_saving, summarize
 from ..report.document import Report
@@ -59,11 +61,11 @@ class RolloutTaxSession:
         #: Rollouts started in this process and not yet torn down.
         self.running: list[Rollout] = []
         #: Burst levels measured before the tests, by substrate.
-        self.bursts: dict[str, list[dict]] = {}
+        self.bursts: dict[str, list[burst.BurstLevel]] = {}
         #: Warm pools' stats records, by substrate (xdist: one per worker).
         self.pool_records: dict[str, list[dict]] = {}
         #: Each measured substrate's control plane, timed at the end of the session.
-        self.control_planes: dict[str, dict] = {}
+        self.control_planes: dict[str, ControlPlane] = {}
         self.progress = ColdStartProgress(None)
         #: This client's shard, synchronized start, workload fingerprint and saturation.
         self.client = Client(settings.shard, settings.start_at, settings.scale, __version__, slot)
@@ -85,7 +87,7 @@ class RolloutTaxSession:
         for name in self.settings.specs:
             self.bursts[name] = self._burst(name)
 
-    def _burst(self, name: str) -> list[dict]:
+    def _burst(self, name: str) -> list[burst.BurstLevel]:
         """The burst levels of substrate ``name``: none without credentials (its rollouts are
         skipped too), and every start failed on a substrate that is unusable otherwise."""
         try:
@@ -94,10 +96,10 @@ class RolloutTaxSession:
             return []
         except RolloutTaxError as exc:
             return [
-                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n})).to_dict()
+                burst.BurstLevel(n, failure_reasons=Counter({reason_of(exc): n}))
                 for n in self.settings.bursts
             ]
-        return [level.to_dict() for level in burst.run(substrate, self.settings.bursts)]
+        return burst.run(substrate, self.settings.bursts)
 
     def add_pool_records(self, records: dict[str, list[dict]]) -> None:
         """Warm-pool stats from a process that used the substrates (this one or a worker)."""
@@ -120,20 +122,32 @@ class RolloutTaxSession:
                 self.lines = render_nothing_ran(not_run)
             return exitstatus
         report = self.report = self.summarize()
-        summary = sections.summarize(report)
         verdict = self.gate.judge(for_saving(report), width=self._width())
-        self.config.stash[INTERRUPTED] = exitstatus == pytest.ExitCode.INTERRUPTED
-        written = call_outputs(self.config, report=report, summary=summary, verdict=verdict)
-        # the terminal summary first, then the outputs' lines (the JSON file first, the page
-        # last), the gate's, and the saved run's last (outputs/terminal_summary.py, saved_run.py)
-        self.lines = [line for lines in written for line in lines or ()]
-        # an output that was asked for could not be written (the summary's own error lines,
-        # first, are findings about the run, which the verdict counts on its own)
-        write_failed = any(
-            line.startswith(OUTPUT_ERROR) for lines in written[1:] for line in lines or ()
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        saved, saving = saved_run.save(
+            self.config, report, interrupted=interrupted, width=verdict.width
         )
+        outcome = SessionOutcome(
+            report,
+            sections.summarize(report),
+            verdict,
+            saved=saved,
+            interrupted=interrupted,
+            baseline=self.gate.baseline,
+            compared=self.gate.compare is not None,
+        )
+        # each output called on its own, so one that raises costs only itself
+        returned = call_outputs(
+            self.config, report=report, summary=outcome.summary, verdict=verdict, outcome=outcome
+        )
+        # the terminal summary first, then the outputs' lines (the JSON file first, the page
+        # last), the gate's (outputs/terminal_summary.py), and the saved run's last
+        results = [*returned, saving]
+        self.lines = [line for result in results for line in result.lines]
+        # an output that was asked for could not be written (the summary's own error lines
+        # are findings about the run, which the verdict counts on its own)
+        write_failed = any(result.failed for result in results)
         self.regression_lines = verdict.regression_lines
-        saved = self.config.stash.get(SAVED, ())
         history_failed = self.settings.history_fail and self._history_gate(saved)
         self.verdict = session_verdict(
             self.gate,
@@ -229,7 +243,7 @@ class RolloutTaxSession:
             rollout.outcome = "interrupted"
             self.aggregate.add(rollout.to_dict())
 
-    def _control_planes(self) -> dict[str, dict]:
+    def _control_planes(self) -> dict[str, ControlPlane]:
         """Each measured substrate's control plane, timed from this process (the client)."""
         planes = {}
         for name in self.aggregate.samples:
@@ -238,7 +252,7 @@ class RolloutTaxSession:
             except RolloutTaxError:  # e.g. no credentials: it measured nothing either
                 continue
             if plane is not None:
-                planes[name] = plane.to_dict()
+                planes[name] = plane
         return planes
 
     def _history_gate(self, saved: tuple) -> bool:

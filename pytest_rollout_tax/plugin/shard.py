@@ -185,13 +185,7 @@ class Client:
         return {
             "shard": {"index": self.shard.index, "count": self.shard.count} if self.shard else None,
             "workload": self.workload,
-            "projection": {
-                "rollouts": self.scale.rollouts,
-                "steps": self.scale.steps,
-                "think_time_s": self.scale.think_time_s,
-                "think_time_source": self.scale.think_time_source,
-                "steps_source": self.scale.steps_source,
-            },
+            "projection": self.scale.to_dict(),
             "start_at": self.started,
             "saturation": self.saturation.report(),
         }

@@ -8,16 +8,21 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
+from ..core.control_plane import ControlPlane
+from ..core.pool_stats import PoolStats
+from ..core.price import Rate
 from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, UNBOUND
 from ..core.stats import Stats
 from ..core.substrate import RESET_PHASE
-from ..fleet.pool import PoolStats
+from ..fleet.burst import BurstLevel
 from . import isolation
 from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, Samples
 from .document import Report, SubstrateEntry
 from .projection import Scale, project, step_overhead
 from .ranking import rank, rollout_units
+from .records import Burst, Command, Divergence, LaunchType, Pool, RateLimited
 
 
 @dataclass(frozen=True)
@@ -25,8 +30,8 @@ class Fleet:
     """What a session measured beyond its rollouts: bursts and warm pools, by substrate, and
     the fleet size to project for (``--rollout-fleet``)."""
 
-    #: ``burst.BurstLevel.to_dict()`` items, by substrate name.
-    bursts: dict[str, list[dict]] = field(default_factory=dict)
+    #: Burst levels, by substrate name.
+    bursts: dict[str, list[BurstLevel]] = field(default_factory=dict)
     #: Warm pools' stats, by substrate name (xdist: merged over the workers' pools).
     pools: dict[str, PoolStats] = field(default_factory=dict)
     #: Concurrent workers to project wall-clock hours for, or None.
@@ -41,12 +46,11 @@ def summarize_substrate(
     fleet = fleet or Fleet()
     action = Stats.of(samples.action)
     step = Stats.of(samples.step)
-    pool = fleet.pools.get(name)
     records = [row.fields for row in rows]
     phase_names = dict.fromkeys(name for r in records for name in r["phases"])
     failed = [r for r in records if r["outcome"] in FAILED_OUTCOMES]
     prices = [r["price_per_hour"] for r in records if r["price_per_hour"] is not None]
-    rates = [r["rate"] for r in records if r.get("rate")]
+    rates = [Rate.from_dict(r["rate"]) for r in records if r.get("rate")]
     limited = [r for r in records if r["outcome"] == "rate_limited"]
     return SubstrateEntry(
         kind=_most_common(r["kind"] for r in records),
@@ -70,20 +74,20 @@ def summarize_substrate(
         command=recorded_command(samples, action, step),  # a shape replay's command time
         divergence=divergence_of(samples),
         # creates the provider's limiter refused, not failures
-        rate_limited={
-            "rollouts": len(limited),
-            "messages": dict(Counter(r["error"] or "HTTP 429" for r in limited)),
-        }
+        rate_limited=RateLimited(
+            rollouts=len(limited),
+            messages=dict(Counter(r["error"] or "HTTP 429" for r in limited)),
+        )
         if limited
         else None,
-        burst=fleet.bursts.get(name),
-        pool=pool.to_dict() if pool is not None else None,
+        burst=[Burst.of(level) for level in fleet.bursts[name]] if fleet.bursts.get(name) else None,
+        pool=Pool.of(fleet.pools[name]) if name in fleet.pools else None,
         price_per_hour=prices[-1] if prices else None,
         rate=rates[-1] if rates else None,
     )
 
 
-def launch_types(records: list[dict]) -> dict[str, dict]:
+def launch_types(records: list[dict[str, Any]]) -> dict[str, LaunchType]:
     """The cold start of claimed sandboxes by the launch type their controller reported:
     each type's rollouts, share of the typed rollouts and cold-start stats."""
     typed: dict[str, list[float]] = {}
@@ -92,16 +96,12 @@ def launch_types(records: list[dict]) -> dict[str, dict]:
             typed.setdefault(record["launch_type"], []).append(record["cold_start_s"])
     total = sum(len(times) for times in typed.values())
     return {
-        kind: {
-            "rollouts": len(times),
-            "share": len(times) / total,
-            "cold_start": Stats.of(times).to_dict(),
-        }
+        kind: LaunchType(rollouts=len(times), share=len(times) / total, cold_start=Stats.of(times))
         for kind, times in sorted(typed.items(), key=lambda item: item[0] != "warm")
     }
 
 
-def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> dict | None:
+def recorded_command(samples: Samples, action: Stats | None, step: Stats | None) -> Command | None:
     """The ``command`` entry of a substrate whose shape-replayed steps recorded their command
     time: the command time per step the projection counts (recorded where the recording has
     it, else the measured step less its overhead), or None (the measured steps count)."""
@@ -111,23 +111,20 @@ def recorded_command(samples: Samples, action: Stats | None, step: Stats | None)
     known = len(samples.recorded)
     unknown = math.fsum(samples.step) - math.fsum(samples.recorded_walls)
     rest = max(unknown - (step.n - known) * overhead, 0.0)
-    return {
-        "source": "recorded",
-        "mean_s": (math.fsum(samples.recorded) + rest) / step.n,
-        "recorded_steps": known,
-        "steps": step.n,
-    }
+    return Command(
+        mean_s=(math.fsum(samples.recorded) + rest) / step.n, recorded_steps=known, steps=step.n
+    )
 
 
-def divergence_of(samples: Samples) -> dict | None:
+def divergence_of(samples: Samples) -> Divergence | None:
     """The ``divergence`` entry of a substrate that replayed exactly, else None."""
     if not samples.replayed_steps:
         return None
-    return {
-        "replayed_steps": samples.replayed_steps,
-        "divergent_steps": samples.divergent_steps,
-        "kinds": {kind: n for kind, n in samples.divergence.most_common() if n},
-    }
+    return Divergence(
+        replayed_steps=samples.replayed_steps,
+        divergent_steps=samples.divergent_steps,
+        kinds={kind: n for kind, n in samples.divergence.most_common() if n},
+    )
 
 
 def summarize(
@@ -139,7 +136,7 @@ def summarize(
     commit: dict | None,
     steps: str = "all",
     fleet: Fleet | None = None,
-    control_planes: dict[str, dict] | None = None,
+    control_planes: dict[str, ControlPlane] | None = None,
     client: dict | None = None,
     not_run: dict[str, str] | None = None,
 ) -> Report:
@@ -147,8 +144,8 @@ def summarize(
     raw samples.
 
     ``rollouts[]`` is made item by item on demand; ``steps`` (``all`` or ``none``) chooses the
-    step columns its items carry. ``control_planes`` (per substrate, ``ControlPlane.to_dict()``)
-    go into the substrates' entries; ``client`` (shard, workload, saturation) is the report's
+    step columns its items carry. ``control_planes`` (per substrate) go
+    into the substrates' entries; ``client`` (shard, workload, saturation) is the report's
     ``client``; ``not_run``: selected substrates that ran no rollout, and why.
     """
     recorded = aggregate.sorted_rows()

@@ -6,16 +6,17 @@ report is checked (``schema.check``) and where older schemas are read."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.control_plane import ControlPlane
 from ..core.known import from_known
-from ..core.pool_stats import idle_per_claim
 from ..core.price import Rate
 from ..core.stats import Stats
 from .cost import Cost
 from .projection import Decomposition, FleetHours, Means, Projected, Scale, Spread, spread
+from .records import Burst, Command, Divergence, LaunchType, Pool, RateLimited
 from .schema import SAMPLE_METRICS, SCHEMA, check
 from .training_doc import Training
 
@@ -67,15 +68,15 @@ class SubstrateEntry:
     runtime_release: str | None = None
     runtime_platform: str | None = None
     snapshot: bool = False
-    launch_types: dict[str, dict] | None = None
-    command: dict | None = None
-    divergence: dict | None = None
-    rate_limited: dict | None = None
-    burst: list[dict] | None = None
-    pool: dict | None = None
+    launch_types: dict[str, LaunchType] | None = None
+    command: Command | None = None
+    divergence: Divergence | None = None
+    rate_limited: RateLimited | None = None
+    burst: list[Burst] | None = None
+    pool: Pool | None = None
     price_per_hour: float | None = None
-    rate: dict | None = None
-    control_plane: dict | None = None
+    rate: Rate | None = None
+    control_plane: ControlPlane | None = None
     isolation: Isolation | None = None
 
     @property
@@ -106,17 +107,14 @@ class SubstrateEntry:
     @property
     def idle_per_claim_s(self) -> float:
         """A warm pool's idle sandbox-seconds per claimed rollout (0 without a pool)."""
-        pool = self.pool
-        return (
-            idle_per_claim(pool["idle_sandbox_s"], pool["hits"] + pool["misses"]) if pool else 0.0
-        )
+        return self.pool.idle_per_claim_s if self.pool else 0.0
 
     @property
     def billing(self) -> Rate | None:
         """Its billing: its ``rate``, or an older run's ``price_per_hour`` (a price per
         sandbox-hour, the user's); None when it has no price."""
         if self.rate:
-            return Rate.from_dict(self.rate)
+            return self.rate
         if self.price_per_hour is not None:
             return Rate(instance_hour=self.price_per_hour)
         return None
@@ -134,16 +132,16 @@ class SubstrateEntry:
             step_s=mean(self.step),
             teardown_s=mean(self.teardown) or 0.0,
             idle_s=self.idle_per_claim_s,
-            command_s=self.command["mean_s"] if self.command else None,
+            command_s=self.command.mean_s if self.command else None,
             isolation_s=isolation.per_step_s if isolation else None,
             think_s=mean(self.think),
             rate=self.billing,
             bursts=tuple(
-                (level["concurrency"], level["cold_start"]["mean"])
+                (level.concurrency, level.cold_start.mean)
                 for level in self.burst or ()
-                if level.get("cold_start")
+                if level.cold_start
             ),
-            pool_size=self.pool["size"] if self.pool else None,
+            pool_size=self.pool.size if self.pool else None,
         )
 
     @property
@@ -178,7 +176,7 @@ class SubstrateEntry:
         for key in OPTIONAL_KEYS:
             value = getattr(self, key)
             if value is not None and value is not False:
-                entry[key] = dataclasses.asdict(value) if key == "isolation" else value
+                entry[key] = _optional_dict(value)
         if fleet:
             entry["fleet"] = projected.fleet.to_dict() if projected.fleet else None
         if projected.cost is not None:
@@ -189,10 +187,11 @@ class SubstrateEntry:
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> SubstrateEntry:
         """An entry as a report file has it (``schema.check`` checked it)."""
-        optional = {key: entry.get(key) for key in OPTIONAL_KEYS}
+        optional: dict[str, Any] = {key: entry.get(key) for key in OPTIONAL_KEYS}
         optional["snapshot"] = bool(entry.get("snapshot"))
-        if optional["isolation"] is not None:
-            optional["isolation"] = from_known(Isolation, optional["isolation"])
+        for key, read in READERS.items():
+            if optional[key] is not None:
+                optional[key] = read(optional[key])
         return cls(
             kind=entry.get("kind"),
             transport=entry.get("transport"),
@@ -275,7 +274,7 @@ class Report:
             "machine": self.machine,
             "commit": self.commit,
             "client": self.client,
-            "projection": dataclasses.asdict(self.projection),
+            "projection": self.projection.to_dict(),
             "substrates": {n: e.to_dict(fleet=fleet) for n, e in self.substrates.items()},
             "spread": spread_.to_dict() if spread_ else None,
             "ranking": [dataclasses.asdict(item) for item in self.ranking],
@@ -303,7 +302,7 @@ class Report:
     @classmethod
     def _of(cls, data: dict[str, Any]) -> Report:
         return cls(
-            projection=from_known(Scale, data["projection"]),
+            projection=Scale.from_dict(data["projection"]),
             substrates={n: SubstrateEntry.from_dict(e) for n, e in data["substrates"].items()},
             ranking=[from_known(Ranked, item) for item in data.get("ranking") or ()],
             plugin_version=data.get("plugin_version", "?"),
@@ -319,6 +318,31 @@ class Report:
             merge=data.get("merge"),
             training=Training.from_dict(data["training"]) if data.get("training") else None,
         )
+
+
+#: How each sub-record of an entry is read from its JSON (the rest are plain values).
+READERS: dict[str, Callable[[Any], Any]] = {
+    "launch_types": lambda types: {kind: LaunchType.from_dict(t) for kind, t in types.items()},
+    "command": Command.from_dict,
+    "divergence": Divergence.from_dict,
+    "rate_limited": RateLimited.from_dict,
+    "burst": lambda levels: [Burst.from_dict(level) for level in levels],
+    "pool": Pool.from_dict,
+    "rate": Rate.from_dict,
+    "control_plane": ControlPlane.from_dict,
+    "isolation": lambda isolation: from_known(Isolation, isolation),
+}
+
+
+def _optional_dict(value: Any) -> Any:
+    """The JSON of an entry's optional value: a sub-record's ``to_dict``, item by item."""
+    if isinstance(value, list):
+        return [_optional_dict(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _optional_dict(item) for key, item in value.items()}
+    if isinstance(value, Isolation):
+        return dataclasses.asdict(value)
+    return value.to_dict() if hasattr(value, "to_dict") else value
 
 
 def _projected(entry: dict[str, Any]) -> Projected:

@@ -12,20 +12,20 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..core.files import write_json
+from ..core.pool_stats import PoolStats
 from ..errors import MergeRefused
 from ..fleet import burst
-from ..fleet.pool import PoolStats
+from ..fleet.burst import BurstLevel
 from .aggregate import Aggregate
 from .build import Fleet, summarize
 from .document import Report
 from .machine import CLOCK_NOTE
 from .projection import Scale
-
-#: The projection settings that must agree (unless forced).
-PROJECTION_KEYS = ("rollouts", "steps", "think_time_s", "think_time_source", "steps_source")
+from .records import Burst
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def client_entry(part: Part) -> dict[str, Any]:
         "saturation": part.client.get("saturation"),
         "start_at": part.client.get("start_at"),
         "control_plane_rtt_s": {
-            name: entry.control_plane["rtt_s"]
+            name: entry.control_plane.rtt_s
             for name, entry in part.report.substrates.items()
             if entry.control_plane
         },
@@ -160,27 +160,32 @@ def _shard_count(parts: Sequence[Part], failed: Mapping[int, str]) -> int | None
 
 
 def _scale(parts: Sequence[Part], force: bool) -> Scale:
-    """The projection the parts were configured with (the first's when forced)."""
-    chosen = None
+    """The projection the parts were configured with (the first's when forced): each shard's
+    settings as its options asked them (:func:`_configured`)."""
+    chosen: tuple[str, Scale] | None = None
     for part in parts:
-        configured = part.client.get("projection") or dataclasses.asdict(part.report.projection)
-        settings = {key: configured.get(key) for key in PROJECTION_KEYS}
+        scale = _configured(part)
         if chosen is None:
-            chosen = (part.label, settings)
-        elif settings != chosen[1] and not force:
-            differ = ", ".join(k for k in PROJECTION_KEYS if settings[k] != chosen[1][k])
+            chosen = (part.label, scale)
+        elif scale != chosen[1] and not force:
+            first = chosen[1].to_dict()
+            differ = ", ".join(k for k, v in scale.to_dict().items() if v != first[k])
             raise MergeRefused(
                 f"{part.label}: different projection settings than {chosen[0]} ({differ}); "
                 "--force merges them at the first's"
             )
-    settings = chosen[1]
-    return Scale(
-        rollouts=settings["rollouts"],
-        steps=settings["steps"],
-        think_time_s=settings["think_time_s"] or 0.0,
-        think_time_source=settings["think_time_source"] or "option",
-        steps_source=settings["steps_source"] or "option",  # shards from before it was kept
-    )
+    assert chosen is not None  # merge() refuses no parts
+    return chosen[1]
+
+
+def _configured(part: Part) -> Scale:
+    """The projection settings a shard's options asked: its ``client.projection`` (before its
+    workloads set the steps), its report's where it has none, and its report's ranking where
+    an older shard did not keep it there; the fleet is the first part's (:func:`merge`)."""
+    report = part.report.projection
+    configured = part.client.get("projection")
+    scale = Scale.from_dict({"rank_by": report.rank_by} | configured) if configured else report
+    return dataclasses.replace(scale, fleet=None)
 
 
 def _check_steps(part: Part) -> None:
@@ -199,25 +204,26 @@ def _check_steps(part: Part) -> None:
         )
 
 
-def _bursts(parts: Sequence[Part]) -> dict[str, list[dict]]:
+def _bursts(parts: Sequence[Part]) -> dict[str, list[BurstLevel]]:
     """Every substrate's burst levels, each merged over the parts that ran it."""
-    by_name: dict[str, list[tuple[str, list[dict]]]] = {}
+    by_name: dict[str, list[tuple[str, list[Burst]]]] = {}
     for part in parts:
         for name, entry in part.report.substrates.items():
             if entry.burst:
                 by_name.setdefault(name, []).append((part.label, entry.burst))
     merged = {}
     for name, runs in by_name.items():
-        levels = [level["concurrency"] for level in runs[0][1]]
+        levels = [level.concurrency for level in runs[0][1]]
         for label, run in runs[1:]:
-            if [level["concurrency"] for level in run] != levels:
+            if [level.concurrency for level in run] != levels:
                 raise MergeRefused(
-                    f"{label}: {name} burst levels {[lv['concurrency'] for lv in run]} differ "
+                    f"{label}: {name} burst levels {[lv.concurrency for lv in run]} differ "
                     f"from {runs[0][0]}'s {levels}"
                 )
         try:
             merged[name] = [
-                burst.merge_levels([run[index] for _, run in runs]) for index in range(len(levels))
+                burst.merge_levels([run[index].level() for _, run in runs])
+                for index in range(len(levels))
             ]
         except ValueError as exc:
             raise MergeRefused(f"{name}: {exc}") from None
@@ -226,17 +232,17 @@ def _bursts(parts: Sequence[Part]) -> dict[str, list[dict]]:
 
 def _pools(parts: Sequence[Part]) -> dict[str, PoolStats]:
     """Every substrate's warm pools, merged over the parts."""
-    records: dict[str, list[dict]] = {}
+    records: dict[str, list[dict[str, Any]]] = {}
     for part in parts:
         for name, entry in part.report.substrates.items():
             pool = entry.pool
             if pool:
-                if "creation_s" not in pool:
+                if pool.creation_s is None:
                     raise MergeRefused(
                         f"{part.label}: {name}'s warm pool has no raw creation times (written "
                         "by an older version)"
                     )
-                records.setdefault(name, []).append(pool)
+                records.setdefault(name, []).append(pool.to_dict())
     return {name: PoolStats.merge(found) for name, found in records.items()}
 
 
@@ -246,7 +252,7 @@ def write(
     *,
     force: bool = False,
     failed: Mapping[int, str] | None = None,
-) -> list[str]:
+) -> tuple[Report, Path]:
     """Merge ``parts`` and write the report to ``path``; the report and where it went."""
     report = merge(parts, force=force, failed=failed)
     return report, write_json(path, report.to_dict())

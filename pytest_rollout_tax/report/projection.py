@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
+from ..core.known import from_known
 from ..core.price import SECONDS_PER_HOUR, Rate
 from .cost import Cost, project_cost
 
@@ -47,6 +48,17 @@ class Scale:
     rank_by: RankBy = "worker_hours"
     #: Where ``steps`` came from (the summary's header says it).
     steps_source: StepsSource = "option"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON of the projection settings (a report's ``projection``, a shard's
+        ``client.projection``): every field, under its own name."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scale:
+        """The settings a :meth:`to_dict` of any version wrote: keys an older writer lacked
+        take their defaults (``rank_by`` ``worker_hours``, ``steps_source`` ``option``)."""
+        return from_known(cls, data)
 
     @classmethod
     def asked(

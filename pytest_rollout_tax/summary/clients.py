@@ -3,6 +3,8 @@ merged report's shards and clients (with a warning for each saturated one)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..report.document import Report
 from ..report.machine import SATURATED
 
@@ -12,7 +14,7 @@ ADVICE = "its timings include client-side queueing: spread the run over more mac
 def client_lines(report: Report) -> list[str]:
     """The client lines of one run's report (``client``) or a merged one (``clients[]``)."""
     if report.merge:
-        return merge_lines(report)
+        return merge_lines(report, report.merge)
     client = report.client or {}
     lines = []
     if client.get("shard"):
@@ -30,8 +32,8 @@ def client_lines(report: Report) -> list[str]:
     return lines
 
 
-def merge_lines(report: Report) -> list[str]:
-    merge = report.merge
+def merge_lines(report: Report, merge: dict[str, Any]) -> list[str]:
+    """The lines of a merged run (``merge``: its facts): its shards, clients and alignment."""
     clients = report.clients or []
     hosts = {client.get("host") for client in clients}
     of = f" of {merge['shards']}" if merge["shards"] else ""
@@ -52,10 +54,10 @@ def merge_lines(report: Report) -> list[str]:
     for index, error in merge["failed"].items():
         lines.append(f"warning: incomplete: shard {index}{of} failed: {error}")
     spreads = [
-        level["release_spread_s"]
+        level.release_spread_s
         for entry in report.substrates.values()
         for level in entry.burst or []
-        if level.get("release_spread_s") is not None
+        if level.release_spread_s is not None
     ]
     if merge.get("alignment"):
         apart = f"; burst releases at most {max(spreads) * 1e3:.3g}ms apart" if spreads else ""
@@ -65,7 +67,7 @@ def merge_lines(report: Report) -> list[str]:
     return lines
 
 
-def client_line(client: dict) -> str:
+def client_line(client: dict[str, Any]) -> str:
     """``client 1a2b3c4d (shard 0): 2 CPUs, 3 rollouts, CPU 52% ...; control plane ...``"""
     parts = [f"{client['cpu_count']} CPUs" if client.get("cpu_count") else "CPUs unknown"]
     parts.append(f"{client['rollouts']} rollouts")
@@ -83,7 +85,7 @@ def client_line(client: dict) -> str:
     return f"client {_name(client)}: " + ", ".join(parts)
 
 
-def busy(saturation: dict) -> str:
+def busy(saturation: dict[str, Any]) -> str:
     """``CPU 97% of 2 cores (this process 50%), load 1.2 -> 2.3``"""
     machine = saturation.get("machine_cpu_share")
     share = machine if machine is not None else saturation["process_cpu_share"]
@@ -95,7 +97,7 @@ def busy(saturation: dict) -> str:
     return text + (f" (> {SATURATED:.0%})" if saturation.get("saturated") else "")
 
 
-def start_line(start: dict) -> str:
+def start_line(start: dict[str, Any]) -> str:
     """When a ``--rollout-start-at`` run started, and what that alignment is worth."""
     return (
         f"started at {start['at_utc']} (waited {start['waited_s']:.3g}s, "
@@ -103,6 +105,6 @@ def start_line(start: dict) -> str:
     )
 
 
-def _name(client: dict) -> str:
+def _name(client: dict[str, Any]) -> str:
     host = str(client.get("host") or "?")[:8]
     return f"{host} (shard {client['shard']})" if client.get("shard") is not None else host

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 
 from ..core.price import STALE_AFTER_DAYS
+from ..report.cost import Cost
 from ..report.document import Report, SubstrateEntry
 from ..text.units import PART_LABELS, dollars, share
 
@@ -18,8 +19,8 @@ def cost_lines(report: Report, names: list[str], today: date | None = None) -> l
     lines = []
     for name in names:
         entry = substrates[name]
-        if entry.dollars is not None:
-            lines.append(_bill(name, entry, report.projection.rollouts))
+        if entry.projected.cost is not None:
+            lines.append(_bill(name, entry, entry.projected.cost, report.projection.rollouts))
             rate = entry.billing
             if rate is not None and rate.stale(today):
                 lines.append(
@@ -36,10 +37,10 @@ def cost_lines(report: Report, names: list[str], today: date | None = None) -> l
     return lines
 
 
-def _bill(name: str, entry: SubstrateEntry, rollouts: int) -> str:
+def _bill(name: str, entry: SubstrateEntry, cost: Cost, rollouts: int) -> str:
     """``e2b dollars: $18,136 for 1,000,000 rollouts ($886 environment only); think held 95%,
     command 3% ... at $0.0828 per sandbox-hour (list price of 2026-12-01)``."""
-    rate, cost = entry.billing, entry.projected.cost
+    rate = entry.billing
     total = cost.dollars
     line = f"{name} dollars: {dollars(total)} for {rollouts:,} rollouts"
     environment = cost.environment_dollars

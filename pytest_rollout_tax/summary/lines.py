@@ -25,7 +25,7 @@ def ranked_names(report: Report) -> list[str]:
         return [item.substrate for item in report.ranking]
     substrates = report.substrates
 
-    def key(name: str) -> tuple:
+    def key(name: str) -> tuple[bool, float, str]:
         hours = substrates[name].worker_hours
         return (hours is None, hours or 0.0, name)
 
@@ -163,8 +163,8 @@ def command_line(substrates: dict[str, SubstrateEntry]) -> str | None:
     """Which command time the projection counts, for replays: recorded or measured."""
     recorded = [e.command for e in substrates.values() if e.command]
     if recorded:
-        known = sum(c["recorded_steps"] for c in recorded)
-        steps = sum(c["steps"] for c in recorded)
+        known = sum(c.recorded_steps for c in recorded)
+        steps = sum(c.steps for c in recorded)
         return (
             f"command time: as recorded (shape replay; {known} of {steps} steps recorded it), "
             "the substrate's part of each measured step as overhead"
@@ -234,11 +234,11 @@ def divergence_lines(substrates: dict[str, SubstrateEntry]) -> list[str]:
         if not divergence:
             continue
         line = (
-            f"{name} exact replay: {divergence['divergent_steps']} of "
-            f"{divergence['replayed_steps']} replayed steps diverged from the recording"
+            f"{name} exact replay: {divergence.divergent_steps} of "
+            f"{divergence.replayed_steps} replayed steps diverged from the recording"
         )
-        if divergence["kinds"]:
-            kind, count = next(iter(divergence["kinds"].items()))
+        if divergence.kinds:
+            kind, count = next(iter(divergence.kinds.items()))
             line += f", most often in {DIVERGENCE_LABELS.get(kind, kind)} ({count})"
         lines.append(line)
     return lines

@@ -3,10 +3,13 @@ them; made once, so the terminal and the HTML page say the same."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..core.stats import Stats
 from ..fleet import burst
 from ..report.document import Report, SubstrateEntry
+from ..report.records import Burst, Pool, knee
 from ..text.units import PART_LABELS, hours, seconds, share
 from . import isolation, training
 from .clients import client_lines
@@ -35,7 +38,7 @@ class Summary:
     decision: list[str]
     #: What the hours count: the scale, think time, command time.
     header: list[str]
-    rows: list[tuple[str, dict]]
+    rows: list[tuple[str, SubstrateEntry]]
     #: Where each substrate's hours go, in shares.
     shares: list[str]
     #: What the projection costs in dollars where a substrate has a price, and where it goes.
@@ -130,39 +133,39 @@ def fleet_lines(name: str, entry: SubstrateEntry) -> list[str]:
     """The burst, warm-pool and fleet lines of one substrate (none when not measured)."""
     lines = []
     if limited := entry.rate_limited:
-        said = "; ".join(limited["messages"])
+        said = "; ".join(limited.messages)
         lines.append(
-            f"{name}: {limited['rollouts']} rollout(s) rate_limited: the provider's limiter "
+            f"{name}: {limited.rollouts} rollout(s) rate_limited: the provider's limiter "
             f"refused the create (not a sandbox failure): {said}"
         )
     if entry.burst:
         lines.append(burst_line(name, entry.burst))
     if launches := entry.launch_types:
         parts = [
-            f"{kind} {t['rollouts']} ({t['share']:.0%}), p50 {_stat(t['cold_start'], 'p50')}"
+            f"{kind} {t.rollouts} ({t.share:.0%}), p50 {_p50(t.cold_start)}"
             for kind, t in launches.items()
         ]
         lines.append(f"{name} cold start by launch type: {'; '.join(parts)}")
     pool = entry.pool
-    if pool and not pool.get("made_by_tool", True):
+    if pool and not pool.made_by_tool:
         lines.append(users_pool_line(name, pool))
     elif pool:
-        claims = pool["hits"] + pool["misses"]
-        created = pool["creations"]
+        claims = pool.claims
+        created = pool.creations
         line = (
-            f"{name} warm pool of {pool['size']}"
-            + (f" x {pool['pools']} processes" if pool["pools"] > 1 else "")
-            + f": {pool['hits']}/{claims} claims found a sandbox ready; claim p50 "
+            f"{name} warm pool of {pool.size}"
+            + (f" x {pool.pools} processes" if pool.pools > 1 else "")
+            + f": {pool.hits}/{claims} claims found a sandbox ready; claim p50 "
             f"{seconds(entry.cold_start.p50 if entry.cold_start else None)} vs pool creation "
-            f"p50 {_stat(created, 'p50')}; "
-            f"idle {seconds(pool['idle_sandbox_s'])} in all"
+            f"p50 {_p50(created)}; "
+            f"idle {seconds(pool.idle_sandbox_s)} in all"
         )
         if claims and created and entry.cold_start:
-            idle = pool["idle_sandbox_s"] / claims
-            line += "; " + pool_saving(entry.cold_start.mean, created["mean"], idle)
-        if pool["creation_failures"]:
-            reasons = "; ".join(f"{n}x {why}" for why, n in pool["failure_reasons"].items())
-            line += f"; {pool['creation_failures']} pool creation(s) failed: {reasons}"
+            idle = pool.idle_sandbox_s / claims
+            line += "; " + pool_saving(entry.cold_start.mean, created.mean, idle)
+        if pool.creation_failures:
+            reasons = "; ".join(f"{n}x {why}" for why, n in pool.failure_reasons.items())
+            line += f"; {pool.creation_failures} pool creation(s) failed: {reasons}"
         lines.append(line)
     fleet = entry.projected.fleet
     if fleet:
@@ -191,34 +194,34 @@ def pool_saving(claim_s: float, create_s: float, idle_s: float) -> str:
     )
 
 
-def users_pool_line(name: str, pool: dict) -> str:
+def users_pool_line(name: str, pool: Pool) -> str:
     """A pool the tool did not make (the user's SandboxWarmPool): its idle time is not counted."""
     return (
-        f"{name} warm pool of {pool['size']} is the user's, not made by the tool: its idle time "
-        f"is not counted, in the summary or the projection ({pool['hits']}/"
-        f"{pool['hits'] + pool['misses']} claims found a sandbox ready)"
+        f"{name} warm pool of {pool.size} is the user's, not made by the tool: its idle time "
+        f"is not counted, in the summary or the projection ({pool.hits}/"
+        f"{pool.claims} claims found a sandbox ready)"
     )
 
 
-def burst_line(name: str, levels: list[dict]) -> str:
+def burst_line(name: str, levels: Sequence[Burst]) -> str:
     """One line of a substrate's burst levels, naming the knee."""
     parts = []
     for level in levels:
-        part = f"{level['concurrency']}: p50 {_stat(level['cold_start'], 'p50')}"
-        if level["creates_per_s"] is not None:
-            part += f", {level['creates_per_s']:.3g} creates/s"
-        if level["failures"]:
-            reasons = "; ".join(f"{n}x {why}" for why, n in level["failure_reasons"].items())
-            part += f", {level['failures']} failed ({reasons})"
-        if level.get("rate_limited"):
+        part = f"{level.concurrency}: p50 {_p50(level.cold_start)}"
+        if level.creates_per_s is not None:
+            part += f", {level.creates_per_s:.3g} creates/s"
+        if level.failures:
+            reasons = "; ".join(f"{n}x {why}" for why, n in level.failure_reasons.items())
+            part += f", {level.failures} failed ({reasons})"
+        if level.rate_limited:
             part += (
-                f"; {level['rate_limited']} create(s) rate-limited: this level hit the "
+                f"; {level.rate_limited} create(s) rate-limited: this level hit the "
                 "provider's limiter, not the sandbox"
             )
         parts.append(part)
     line = f"{name} burst cold start at " + " | ".join(parts)
     if len(levels) > 1:
-        found = burst.knee(levels)
+        found = knee(levels)
         line += (
             f"; knee at {found} (p50 > {burst.KNEE_FACTOR:g}x the lowest level's)"
             if found
@@ -244,25 +247,25 @@ def control_plane_lines(report: Report) -> list[str]:
     )
     by_endpoint: dict[str, list[str]] = {}
     for name, plane in planes.items():
-        rtt = seconds(plane["rtt_s"]) if plane["rtt_s"] is not None else "failed"
-        by_endpoint.setdefault(plane["endpoint"], []).append(f"{name} {rtt}")
+        rtt = seconds(plane.rtt_s) if plane.rtt_s is not None else "failed"
+        by_endpoint.setdefault(plane.endpoint, []).append(f"{name} {rtt}")
     trips = "; ".join(f"{', '.join(named)} ({endpoint})" for endpoint, named in by_endpoint.items())
     lines = [f"control-plane round trip from this client ({where or 'unknown machine'}): {trips}"]
     for name, plane in planes.items():
-        if plane.get("connection") == "per-rollout":
+        if plane.connection == "per-rollout":
             lines.append(
                 f"{name}: each rollout opened its own connection: its cold start includes "
                 "connection setup (reuse_connection=false)"
             )
-        elif plane.get("connection") == "reused":
+        elif plane.connection == "reused":
             lines.append(
                 f"{name}: rollouts reused one warm connection: no cold start after the first "
                 "includes connection setup (reuse_connection=true)"
             )
-        if plane["stand_in"]:
+        if plane.stand_in:
             kind = report.substrates[name].kind or name
             lines.append(
-                f"warning: {name}'s figures come from a local stand-in at {plane['endpoint']}, "
+                f"warning: {name}'s figures come from a local stand-in at {plane.endpoint}, "
                 f"not the real {kind} service"
             )
     return lines
@@ -294,5 +297,5 @@ def tax_cap_note(name: str, entry: SubstrateEntry) -> str | None:
     )
 
 
-def _stat(stats: dict | None, name: str) -> str:
-    return seconds(stats[name]) if stats else "-"
+def _p50(stats: Stats | None) -> str:
+    return seconds(stats.p50 if stats else None)

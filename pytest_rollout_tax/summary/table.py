@@ -3,7 +3,7 @@ the summary": the order in which columns fold or go)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.stats import Stats
@@ -57,12 +57,20 @@ def _drop(key: str) -> Callable[[list[Column]], list[Column]]:
     return lambda columns: [c for c in columns if c.key != key]
 
 
+def _p50_cell(key: str) -> Callable[[str, SubstrateEntry], str]:
+    """The cell of a column of STATS ``key`` (``cold_start``, ``action``): its p50 alone."""
+
+    def cell(name: str, entry: SubstrateEntry) -> str:
+        stats: Stats | None = getattr(entry, key)
+        return _p50(stats)
+
+    return cell
+
+
 def _p50_only(key: str) -> Callable[[list[Column]], list[Column]]:
     def narrow(columns: list[Column]) -> list[Column]:
         return [
-            replace(c, header=(c.header[0], "p50"), cell=lambda n, e, k=key: _p50(e[k]))
-            if c.key == key
-            else c
+            replace(c, header=(c.header[0], "p50"), cell=_p50_cell(key)) if c.key == key else c
             for c in columns
         ]
 
@@ -80,7 +88,7 @@ NARROWING = (
 )
 
 
-def table_lines(rows: list[tuple[str, dict]], width: int) -> list[str]:
+def table_lines(rows: Sequence[tuple[str, SubstrateEntry]], width: int) -> list[str]:
     """The table of ``rows`` (name, report entry), in their order, no wider than ``width``
     when narrowing can make it so."""
     columns = list(COLUMNS)
@@ -97,7 +105,9 @@ def table_lines(rows: list[tuple[str, dict]], width: int) -> list[str]:
 KEPT = ("substrate", "rollouts", "failed")
 
 
-def _render(columns: list[Column], rows: list[tuple[str, dict]], width: int) -> list[str]:
+def _render(
+    columns: list[Column], rows: Sequence[tuple[str, SubstrateEntry]], width: int
+) -> list[str]:
     """The table's lines; a row whose every rollout failed reads ``no valid result (...)`` in
     place of its figures, cut to ``width``."""
     cells = [[c.cell(name, entry) for c in columns] for name, entry in rows]

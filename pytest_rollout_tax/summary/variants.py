@@ -17,7 +17,7 @@ from ..text.units import ratio, seconds, signed_hours
 #: line maker in LINES.
 ASPECTS: dict[str, Callable[[SubstrateEntry], object]] = {
     "transport": lambda entry: entry.transport or "exec",
-    "pool": lambda entry: (entry.pool or {}).get("size", 0),
+    "pool": lambda entry: entry.pool.size if entry.pool else 0,
     "runtime": lambda entry: entry.runtime or DEFAULT_RUNTIME,
     "snapshot": lambda entry: bool(entry.snapshot),
     "reuse": lambda entry: "reset" if RESET_PHASE in entry.phases else "fresh",
@@ -123,7 +123,7 @@ def pool_line(name: str, entry: SubstrateEntry, base_name: str, base: SubstrateE
         f"{_faster(entry.cold_start.p50, base.cold_start.p50)}, "
         + (
             f"idle {seconds(entry.idle_per_claim_s)} per rollout"
-            if (entry.pool or {}).get("made_by_tool", True)
+            if not entry.pool or entry.pool.made_by_tool
             else "idle not counted (the user's pool)"
         )
     )

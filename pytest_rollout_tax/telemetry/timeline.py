@@ -59,7 +59,7 @@ def launch_type(record: dict[str, Any]) -> str:
     """``warm`` for a pool's (or a controller's) warm claim, ``restore`` for a snapshot's,
     else ``cold``."""
     recorded = record.get("launch_type")
-    if recorded in LAUNCH_TYPES:
+    if isinstance(recorded, str) and recorded in LAUNCH_TYPES:
         return recorded
     if CLAIM_PHASE in (record.get("phases") or {}):
         return "warm"

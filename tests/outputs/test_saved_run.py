@@ -12,6 +12,7 @@ from support.summary_runs import unwrapped
 
 from pytest_rollout_tax.errors import SavedRunError
 from pytest_rollout_tax.gate import storage
+from pytest_rollout_tax.outputs.outcome import OutputResult
 from pytest_rollout_tax.outputs.saved_run import Saving
 from pytest_rollout_tax.report.schema import SCHEMA
 
@@ -29,10 +30,10 @@ def saving(tmp_path, name=None, autosave=False) -> Saving:
 
 
 def test_a_run_is_saved_by_name_and_numbered(tmp_path) -> None:
-    paths, lines = saving(tmp_path, "main", autosave=True).save(report(rollouts("local", COLD)))
+    paths, result = saving(tmp_path, "main", autosave=True).save(report(rollouts("local", COLD)))
     store = tmp_path / "store"
     assert paths[0] == store / "main.json" and paths[1].name.startswith("0001_")
-    assert lines == [f"run saved to {path}" for path in paths]
+    assert result == OutputResult(tuple(f"run saved to {path}" for path in paths), failed=False)
     assert json.loads(paths[0].read_text())["schema"] == SCHEMA
 
 
@@ -41,12 +42,12 @@ def test_a_failed_save_is_reported_not_raised(tmp_path, monkeypatch) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(storage.Storage, "save", broken)
-    paths, lines = saving(tmp_path, "main").save(report(rollouts("local", COLD)))
-    assert paths == ()
-    assert lines == [
+    paths, result = saving(tmp_path, "main").save(report(rollouts("local", COLD)))
+    assert paths == () and result.failed
+    assert result.lines == (
         f"rollout-tax: error: cannot save this run in {tmp_path / 'store'}/: "
-        "[Errno 28] No space left on device"
-    ]
+        "[Errno 28] No space left on device",
+    )
 
 
 @pytest.mark.parametrize("name", ["../escape", ""])

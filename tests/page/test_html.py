@@ -75,9 +75,9 @@ def docker_only() -> Report:
 
 def fleet_run() -> Report:
     burst_levels = [
-        BurstLevel(1, [0.3], 0.3).to_dict(),
-        BurstLevel(4, [0.35, 0.4, 0.45, 0.5], 0.5).to_dict(),
-        BurstLevel(16, [1.2] * 14, 2.0, Counter({"SandboxStartError: timed out": 2})).to_dict(),
+        BurstLevel(1, [0.3], 0.3),
+        BurstLevel(4, [0.35, 0.4, 0.45, 0.5], 0.5),
+        BurstLevel(16, [1.2] * 14, 2.0, Counter({"SandboxStartError: timed out": 2})),
     ]
     fleet = Fleet(
         bursts={"docker": burst_levels},

@@ -3,9 +3,13 @@ of its own, with no edit to this one (pytester)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 WORKLOAD = """
+from pathlib import Path
+
 import pytest
 
 @pytest.mark.trajectory(steps=20, rounds=2)
@@ -56,3 +60,56 @@ def test_the_hook_is_documented_by_an_example() -> None:
 
     doc = hookspecs.pytest_rollout_tax_report.__doc__
     assert "def pytest_rollout_tax_report(config, report, summary, verdict):" in doc
+
+
+#: An output of the typed kind: the outcome in, a result out.
+TYPED = """
+from pytest_rollout_tax.outputs.outcome import OutputResult
+
+def pytest_rollout_tax_report(config, outcome):
+    assert outcome.summary.rows[0][0] == "local" and not outcome.interrupted
+    saved = ", ".join(path.name for path in outcome.saved)
+    if config.getoption("--rollout-json"):
+        return OutputResult.error(f"saved {saved}; failing on purpose")
+    return OutputResult((f"saved {saved}; report {outcome.report.schema}",))
+"""
+
+
+def test_a_typed_output_receives_the_outcome_and_its_failure_fails_the_run(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_workload=WORKLOAD)
+    pytester.makeconftest(TYPED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--rollout-save=one")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["saved one.json; report rollout-tax/2"])
+    failed = pytester.runpytest(
+        "-p", "no:cacheprovider", "--rollout-save=two", "--rollout-json=r.json"
+    )
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED, failed.stdout.str()
+    failed.stdout.fnmatch_lines(["rollout-tax: error: saved two.json; failing on purpose"])
+
+
+def test_a_plain_list_of_lines_still_says_an_output_failed(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_workload=WORKLOAD)
+    pytester.makeconftest(
+        "def pytest_rollout_tax_report(config, report, summary, verdict):\n"
+        "    return ['rollout-tax: error: cannot reach my dashboard']\n"
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["rollout-tax: error: cannot reach my dashboard"])
+
+
+def test_the_documented_output_runs_as_documented(pytester: pytest.Pytester) -> None:
+    """docs/json.md's own output, as written there, in a conftest."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
+    section = page[page.index("## Your own output") :]
+    start = section.index("```python\n") + len("```python\n")
+    example = section[start : section.index("\n```", start)]
+    pytester.makepyfile(test_workload=WORKLOAD)
+    pytester.makeconftest(example)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--hours-file=h.txt")
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / "h.txt").read_text().startswith("local ")
+    result.stdout.fnmatch_lines(["hours written to h.txt"])

@@ -170,7 +170,7 @@ def test_a_pools_idle_time_enters_worker_hours_per_claimed_rollout():
         rollouts, HOURLY, plugin_version="1", machine={}, commit=None, fleet=pooled(idle_s=8.0)
     )
     docker = data.substrates["docker"]
-    assert docker.pool["idle_sandbox_s"] == 8.0 and docker.pool["creations"]["n"] == 1
+    assert docker.pool.idle_sandbox_s == 8.0 and docker.pool.creations.n == 1
     # HOURLY: hours equal seconds per rollout; 8 s idle over 4 claims adds 2 s to each
     assert docker.worker_hours == pytest.approx(without.substrates["docker"].worker_hours + 2)
     # the idle sandboxes are the substrate's cost: tax too, and a part of the decomposition
@@ -180,8 +180,8 @@ def test_a_pools_idle_time_enters_worker_hours_per_claimed_rollout():
 
 def test_the_fleet_uses_the_nearest_burst_level_and_says_which():
     bursts = {"docker": [
-        BurstLevel(1, cold_start_s=[1.0], ready_all_s=1.0).to_dict(),
-        BurstLevel(16, cold_start_s=[5.0] * 16, ready_all_s=6.0).to_dict(),
+        BurstLevel(1, cold_start_s=[1.0], ready_all_s=1.0),
+        BurstLevel(16, cold_start_s=[5.0] * 16, ready_all_s=6.0),
     ]}  # fmt: skip
     rollouts = [rollout("docker", 0.2, step=0.1)]
     scale = Scale(rollouts=3600, steps=10)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 
@@ -14,12 +15,14 @@ from pytest_rollout_tax.core.stats import Stats
 from pytest_rollout_tax.errors import MergeRefused
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.report.merge import Part, merge, write
+from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.records import Burst
 from pytest_rollout_tax.summary.clients import client_lines
 
 
-def shard(index: int, count: int, made: list, **client) -> Part:
+def shard(index: int, count: int, made: list, scale: Scale | None = None, **client) -> Part:
     """A shard's report of ``made`` rollouts, as a run of this version writes it."""
-    data = report(made)
+    data = report(made, scale=scale)
     data.machine = {**data.machine, "hostname_sha256": f"host{index}"}
     data.client = {
         "shard": {"index": index, "count": count},
@@ -77,6 +80,30 @@ def test_other_projection_settings_are_refused_unless_forced():
     assert forced.projection.steps == 150 and forced.merge["forced"]
 
 
+@pytest.mark.parametrize("kept", [True, False], ids=["client-kept", "older-shard"])
+def test_shards_ranked_by_cost_merge_into_a_run_ranked_by_cost(kept):
+    by_cost = Scale(rank_by="cost")
+    made = rollouts("local", COLD)
+    parts = [shard(index, 2, made[index::2], by_cost) for index in range(2)]
+    if kept:  # this version keeps the whole configured scale in the client's facts
+        for part in parts:
+            part.report.client["projection"] = {
+                **part.report.client["projection"],
+                "rank_by": "cost",
+            }
+    merged = merge(parts)
+    assert merged.projection.rank_by == "cost"
+    assert merged.to_dict()["projection"]["rank_by"] == "cost"
+
+
+def test_shards_ranked_differently_are_refused_unless_forced():
+    first, second = split(2)
+    second.report.client["projection"]["rank_by"] = "cost"
+    with pytest.raises(MergeRefused, match=r"different projection settings .* \(rank_by\)"):
+        merge([first, second])
+    assert merge([first, second], force=True).projection.rank_by == "worker_hours"
+
+
 def test_other_shard_counts_and_missing_step_times_are_refused():
     first, _ = split(2)
     other = split(3)[1]
@@ -107,14 +134,15 @@ def test_bursts_merge_by_epoch_time_into_fleet_wide_levels():
         BurstLevel(2, [0.6, 0.9], ready_all_s=1.0, released_at=1000.1),
     ]
     for part, level in zip(parts, levels, strict=True):
-        part.report.substrates["local"].burst = [level.to_dict()]
+        part.report.substrates["local"].burst = [Burst.of(level)]
     (level,) = merge(parts).substrates["local"].burst
-    assert level["concurrency"] == 4
-    assert level["cold_start"] == Stats.of([0.5, 0.7, 0.6, 0.9]).to_dict()
-    assert level["ready_all_s"] == pytest.approx(1.1)  # first release to the last ready
-    assert level["creates_per_s"] == pytest.approx(4 / 1.1)
-    assert level["release_spread_s"] == pytest.approx(0.1)
-    del parts[1].report.substrates["local"].burst[0]["cold_start_s"]
+    assert level.concurrency == 4
+    assert level.cold_start == Stats.of([0.5, 0.7, 0.6, 0.9])
+    assert level.ready_all_s == pytest.approx(1.1)  # first release to the last ready
+    assert level.creates_per_s == pytest.approx(4 / 1.1)
+    assert level.release_spread_s == pytest.approx(0.1)
+    older = parts[1].report.substrates["local"].burst[0]
+    parts[1].report.substrates["local"].burst = [dataclasses.replace(older, cold_start_s=None)]
     with pytest.raises(MergeRefused, match="no raw cold starts"):
         merge(parts)
 

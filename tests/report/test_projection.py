@@ -15,6 +15,7 @@ from pytest_rollout_tax.report.projection import (
     spread,
     step_overhead,
 )
+from pytest_rollout_tax.report.records import Burst, Command, Pool
 
 
 def means(cold_start_s, step_s=None, teardown_s=0.0, action_s=None, **more) -> Means:
@@ -258,10 +259,10 @@ def stats(mean: float) -> Stats:
 def test_a_report_entry_gives_the_means_it_was_projected_from():
     entry = SubstrateEntry(
         cold_start=stats(2.0), action=stats(0.05), step=stats(0.1), teardown=stats(1.0),
-        think=None, command={"mean_s": 0.2},
-        pool={"size": 2, "idle_sandbox_s": 3.0, "hits": 2, "misses": 1},
+        think=None, command=Command(mean_s=0.2),
+        pool=Pool(size=2, idle_sandbox_s=3.0, hits=2, misses=1),
         isolation=Isolation(reference="docker", per_step_s=0.01), price_per_hour=1.5,
-        burst=[{"concurrency": 4, "cold_start": {"mean": 3.0}}, {"concurrency": 8}],
+        burst=[Burst(4, cold_start=stats(3.0)), Burst(8)],
     )  # fmt: skip
     assert entry.means() == Means(
         cold_start_s=2.0, action_s=0.05, step_s=0.1, teardown_s=1.0, idle_s=1.0, command_s=0.2,

@@ -29,6 +29,7 @@ from pytest_rollout_tax.errors import (
 from pytest_rollout_tax.fleet import burst
 from pytest_rollout_tax.report.document import Report, SubstrateEntry
 from pytest_rollout_tax.report.projection import Scale
+from pytest_rollout_tax.report.records import Burst
 from pytest_rollout_tax.substrates.daytona import DaytonaSubstrate
 from pytest_rollout_tax.substrates.pacing import CreatePacer
 from pytest_rollout_tax.substrates.registry import Registry
@@ -173,11 +174,11 @@ def test_a_client_per_rollout_unless_reuse_connection_and_the_row_says_which(
     with reused.start(timeout=60) as one, reused.start(timeout=60) as two:
         assert one.handle.client is two.handle.client
     planes = {
-        name: substrate.control_plane().to_dict()
+        name: substrate.control_plane()
         for name, substrate in (("fresh", fresh), ("reused", reused))
     }
-    assert planes["fresh"]["connection"] == "per-rollout"
-    assert planes["reused"]["connection"] == "reused"
+    assert planes["fresh"].connection == "per-rollout"
+    assert planes["reused"].connection == "reused"
     entries = {n: SubstrateEntry(control_plane=p) for n, p in planes.items()}
     lines = control_plane_lines(
         Report(projection=Scale(), substrates=entries, ranking=[], plugin_version="t", machine={})
@@ -195,12 +196,12 @@ def test_a_burst_above_the_limit_is_rate_limited_unpaced_and_never_paced(
     daytona_env.limit_creates(5, burst=10)
     unpaced = burst.run_level(DaytonaSubstrate(max_creates_per_s=0), 20).to_dict()
     assert unpaced["rate_limited"] > 0 and unpaced["failures"] == unpaced["rate_limited"]
-    assert LIMITER in burst_line("daytona", [unpaced])
+    assert LIMITER in burst_line("daytona", [Burst.from_dict(unpaced)])
     daytona_env.limit_creates(5, burst=10)
     paced = burst.run_level(DaytonaSubstrate(max_creates_per_s=5), 20).to_dict()
     assert paced["rate_limited"] == 0 and daytona_env.rate_limited == 0
     assert len(paced["cold_start_s"]) == 20
-    assert LIMITER not in burst_line("daytona", [paced])
+    assert LIMITER not in burst_line("daytona", [Burst.from_dict(paced)])
 
 
 def test_a_refused_create_is_rate_limited_with_the_providers_message(

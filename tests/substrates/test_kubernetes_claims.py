@@ -131,11 +131,11 @@ def test_a_warm_pool_of_2_and_a_burst_of_4_records_both_launch_types_with_p50s(c
     for record in records:
         record.outcome, record.teardown_s = "passed", 0.0
     entry = report(records).substrates["k8s-claim"]
-    assert entry.launch_types["warm"]["rollouts"] == launched.count("warm")
+    assert entry.launch_types["warm"].rollouts == launched.count("warm")
     line = next(x for x in render_summary(report(records), 200) if "by launch type" in x)
     assert "warm" in line and "p50" in line
     if "cold" in launched:
-        assert entry.launch_types["cold"]["share"] == launched.count("cold") / 4
+        assert entry.launch_types["cold"].share == launched.count("cold") / 4
         assert "cold" in line.split("warm", 1)[1]
 
 

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import pytest
 from support.reports import build_report, rollout
 
+from pytest_rollout_tax.core.control_plane import ControlPlane
 from pytest_rollout_tax.core.files import check_report_path, current_umask, write_json
 from pytest_rollout_tax.errors import ConfigError, NotRegularFileError
 from pytest_rollout_tax.fleet.pool import PoolStats
@@ -16,6 +17,7 @@ from pytest_rollout_tax.report.aggregate import Aggregate
 from pytest_rollout_tax.report.build import Fleet, summarize
 from pytest_rollout_tax.report.document import SubstrateEntry
 from pytest_rollout_tax.report.projection import Decomposition, Projected, Scale
+from pytest_rollout_tax.report.records import Pool
 from pytest_rollout_tax.summary import sections as report_module
 from pytest_rollout_tax.summary.sections import shares_line
 from pytest_rollout_tax.summary.terminal import render_summary
@@ -112,7 +114,7 @@ def test_a_users_pool_gets_one_line_and_no_idle_in_the_projection_or_the_compari
         fleet=Fleet(pools={"k8s-claim": users}),
     )
     entry = report.substrates["k8s-claim"]
-    assert entry.pool["made_by_tool"] is False and entry.projected.decomposition.idle == 0
+    assert entry.pool.made_by_tool is False and entry.projected.decomposition.idle == 0
     text = " ".join(" ".join(render_summary(report, 300)).split())
     assert (
         "k8s-claim warm pool of 3 is the user's, not made by the tool: its idle time is not "
@@ -349,12 +351,10 @@ def test_the_summary_states_round_trips_and_stand_ins():
     machine = {"platform": "Linux-x", "cpu_count": 2, "ci": "GitHub Actions"}
     rollouts = [rollout("e2b", 0.3), rollout("docker", 0.2)]
     data = build_report(rollouts, Scale(), plugin_version="1", machine=machine, commit=None)
-    data.substrates["e2b"].control_plane = {
-        "endpoint": "http://127.0.0.1:49152", "rtt_s": 0.0021, "stand_in": True
-    }  # fmt: skip
-    data.substrates["docker"].control_plane = {
-        "endpoint": "unix:///var/run/docker.sock", "rtt_s": None, "stand_in": False
-    }  # fmt: skip
+    data.substrates["e2b"].control_plane = ControlPlane("http://127.0.0.1:49152", 0.0021, True)
+    data.substrates["docker"].control_plane = ControlPlane(
+        "unix:///var/run/docker.sock", None, False
+    )
     data.substrates["e2b"].kind = "e2b"
     text = " ".join(line.strip() for line in render_summary(data))
     assert (
@@ -372,10 +372,7 @@ def test_a_variant_differing_in_two_aspects_is_compared_on_each_and_says_so():
     docker = variant("docker", "docker", "exec", 0.050)
     both = variant("docker-both", "docker", "session", 0.002)
     report = build_report([docker, both], Scale(), plugin_version="1", machine={}, commit=None)
-    report.substrates["docker-both"].pool = {
-        "size": 2, "pools": 1, "hits": 1, "misses": 0, "idle_sandbox_s": 4.0, "creations": None,
-        "creation_failures": 0, "failure_reasons": {},
-    }  # fmt: skip
+    report.substrates["docker-both"].pool = Pool(size=2, hits=1, idle_sandbox_s=4.0)
     text = " ".join(line.strip() for line in render_summary(report, width=200))
     assert "docker-both vs docker, transport session vs exec: step overhead 0.04x" in text
     assert "(its pool differs too)" in text and "(its transport differs too)" in text

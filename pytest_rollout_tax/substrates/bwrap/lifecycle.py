@@ -70,8 +70,9 @@ class BwrapSubstrate(Substrate):
         self._root = rootfs.exported(
             self.name, self.options.image, self.cache, self.options.workdir
         )
-        if self.options.transport == "session" and (helper := stepper.built()) is not None:
-            self._binds = [str(helper.parent)]  # the step helper, where the session runs it
+        if self.options.transport == "session":  # the step helper, where the session runs it
+            helper = stepper.for_machine(stepper.host_machine())
+            self._binds = [str(helper.path.parent)] if helper.path is not None else []
 
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> launch.BwrapHandle:
         name = f"{PREFIX}{labels[SESSION_LABEL]}-{os.getpid()}-{labels[ROLLOUT_LABEL]}"
