@@ -1,11 +1,12 @@
 """Calibrate the regression gate on a saved run: its false-alarm rate, its power, and the rounds
 it needs for 95 % power.
 
-The gate is :func:`compare.judge`, unchanged; what varies is its input. Resamples draw whole
-rollouts with replacement, per workload (a rollout's cold start, probes and steps stay together:
-they are correlated, and the gate must cope with that). A/A: two resamples of the run at its own
-sample sizes; a false alarm is a comparison where any check fails. Power: the same, with the
-second resample slowed uniformly (every sample times ``1 + S``).
+The gate is :func:`judge.judge`, unchanged (like with like: each workload against its own);
+what varies is its input. Resamples draw whole rollouts with replacement, per workload (a
+rollout's cold start, probes and steps stay together: they are correlated, and the gate must
+cope with that). A/A: two resamples of the run at its own sample sizes; a false alarm is a
+comparison where any check fails. Power: the same, with the second resample slowed uniformly
+(every sample times ``1 + S``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ..core.record import workload_of
 from ..errors import ConfigError
 from ..report.document import Report
 from ..report.projection import Scale
-from .compare import Check, judge
+from .checks import Check
+from .judge import Run, judge
 from .sides import Side, rollout_samples
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
@@ -54,10 +56,19 @@ class Population:
         self, rng: random.Random, rounds: int | None = None, factor: float = 1.0
     ) -> list[Draw]:
         """``rounds`` rollouts per workload (None: as many as the run had), times ``factor``."""
-        drawn = [d for group in self.workloads for d in rng.choices(group, k=rounds or len(group))]
+        return [d for group in self.groups(rng, rounds, factor) for d in group]
+
+    def groups(
+        self, rng: random.Random, rounds: int | None = None, factor: float = 1.0
+    ) -> list[list[Draw]]:
+        """:meth:`resample`, each workload's rollouts apart (the gate's tests)."""
+        drawn = [rng.choices(group, k=rounds or len(group)) for group in self.workloads]
         if factor == 1.0:
             return drawn
-        return [{m: tuple(v * factor for v in values) for m, values in d.items()} for d in drawn]
+        return [
+            [{m: tuple(v * factor for v in values) for m, values in d.items()} for d in group]
+            for group in drawn
+        ]
 
     def side(self, scale: Scale) -> Side:
         """The run itself, as the gate sees it."""
@@ -162,8 +173,12 @@ class Calibrator:
                 by_check[text] += 1
         return Rates(comparisons, alarms, by_check)
 
-    def _side(self, population: Population, rounds: int | None, factor: float) -> Side:
-        return Side.of(population.resample(self.rng, rounds, factor), self.scale)
+    def _side(self, population: Population, rounds: int | None, factor: float) -> Run:
+        """A resampled run of ``population`` as the gate sees it: whole, and per workload."""
+        groups = population.groups(self.rng, rounds, factor)
+        tests = {str(i): Side.of(group, self.scale) for i, group in enumerate(groups)}
+        whole = Side.of([d for group in groups for d in group], self.scale)
+        return Run(whole, tests, self.scale)
 
     def default_slowdown(self) -> float:
         """Twice the largest threshold, as a fraction of the run's own figure."""

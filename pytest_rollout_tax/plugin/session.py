@@ -19,7 +19,7 @@ from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
-from ..gate import compare, history
+from ..gate import compare, history, testbed
 from ..outputs import INTERRUPTED, OUTPUT_ERROR, SAVED
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate
 from ..report.build import Fleet, absent, for_saving, summarize
@@ -114,7 +114,7 @@ class RolloutTaxSession:
                 not_run = absent(self.settings.specs, (), self._why_not_run)
                 self.lines = render_nothing_ran(not_run)
             return exitstatus
-        report = self.report = self.summarize()
+        report = self.report = testbed.stamped(self.summarize())
         summary = sections.summarize(report)
         verdict = self.gate.judge(for_saving(report), width=self._width())
         self.config.stash[INTERRUPTED] = exitstatus == pytest.ExitCode.INTERRUPTED
@@ -139,8 +139,8 @@ class RolloutTaxSession:
             history_failed=history_failed,
             write_failed=write_failed,
         )
-        if self.verdict is not None and self.verdict.failed and exitstatus == pytest.ExitCode.OK:
-            exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.verdict is not None:
+            exitstatus = self.verdict.exit_status(exitstatus)
         self.exit_status = int(exitstatus)
         return exitstatus
 

@@ -1,0 +1,102 @@
+"""The gate's like-with-like noise test: a permutation test of a substrate's total, permuting
+each test's rollouts only among that test's own (docs/gating-fidelity.md#like-with-like).
+
+Each test both runs measured is a stratum: its baseline rollouts (raised by the check's
+threshold) and its current rollouts. The statistic is the total of the tests' changes,
+``D = sum(mean(now_i) - mean(raised_i))``: what the check's threshold is about. Under "no change
+beyond the threshold" a test's rollouts are exchangeable between its two sides, so relabelling
+them within each test (never across tests) gives D's null distribution. A test that did not
+change adds only its own noise, not the spread between tests, and a test that doubled adds its
+full change to the total.
+
+The p-value comes first from the permutation distribution's exact mean and variance (normal
+approximation, like the Mann-Whitney test's asymptotic p); near the significance level it is
+taken from :data:`RESAMPLES` seeded within-test permutations instead, so a verdict is the
+permutation test's, and reproducible.
+
+Why not van Elteren's stratified rank-sum: it weighs each test's rank evidence the same
+whatever the test's share of the bill, and an unchanged test sits *below* the threshold-raised
+baseline, so its ranks cancel the changed test's. The permutation test of the total judges the
+figure the threshold is set on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Seeded within-test permutations drawn when the normal approximation is near the level.
+RESAMPLES = 2000
+#: The band of approximate p-values (relative to the level) refined by resampling.
+REFINE_BELOW, REFINE_ABOVE = 0.5, 2.0
+
+
+@dataclass(frozen=True)
+class Stratum:
+    """One test's per-rollout figures in the baseline (raised by the threshold) and now."""
+
+    test: str
+    baseline: tuple[float, ...]
+    now: tuple[float, ...]
+
+    @property
+    def usable(self) -> bool:
+        return bool(self.baseline) and bool(self.now)
+
+    @property
+    def change(self) -> float:
+        """mean(now) - mean(baseline): this test's part of the total's change."""
+        return _mean(self.now) - _mean(self.baseline)
+
+    def variance(self) -> float:
+        """The variance of :attr:`change` over the relabellings of this test's rollouts."""
+        pooled = (*self.baseline, *self.now)
+        n = len(pooled)
+        if n < 2:
+            return 0.0
+        centre = _mean(pooled)
+        spread = math.fsum((x - centre) ** 2 for x in pooled) / (n - 1)
+        return spread * (1 / len(self.baseline) + 1 / len(self.now))
+
+
+def _mean(values: Sequence[float]) -> float:
+    return math.fsum(values) / len(values)
+
+
+def p_greater(strata: Sequence[Stratum], alpha: float, seed: int = 0) -> float:
+    """One-sided p-value that the total of ``strata``'s changes is above 0 (now larger)."""
+    used = [s for s in strata if s.usable]
+    if not used:
+        raise ValueError("the permutation test needs a test with rollouts on both sides")
+    observed = math.fsum(s.change for s in used)
+    variance = math.fsum(s.variance() for s in used)
+    if variance <= 0:  # every rollout of every test equal: no evidence either way
+        return 1.0
+    # never below the exact test's smallest p-value: one over its relabellings
+    floor = 1 / arrangements(used)
+    approximate = max(floor, 0.5 * math.erfc(observed / math.sqrt(variance) / math.sqrt(2)))
+    if not REFINE_BELOW * alpha <= approximate <= REFINE_ABOVE * alpha:
+        return approximate
+    return _resampled(used, observed, seed)
+
+
+def _resampled(strata: Sequence[Stratum], observed: float, seed: int) -> float:
+    """The Monte Carlo permutation p-value, ``(1 + hits) / (1 + RESAMPLES)``."""
+    rng = random.Random(seed)
+    pools = [((*s.baseline, *s.now), len(s.now)) for s in strata]
+    tolerance = 1e-9 * max(abs(x) for pool, _ in pools for x in pool)
+    hits = 0
+    for _ in range(RESAMPLES):
+        total = 0.0
+        for pool, k in pools:
+            shuffled = rng.sample(pool, len(pool))
+            total += _mean(shuffled[:k]) - _mean(shuffled[k:])
+        hits += total >= observed - tolerance
+    return (1 + hits) / (1 + RESAMPLES)
+
+
+def arrangements(strata: Sequence[Stratum]) -> int:
+    """How many distinct relabellings the test has: its smallest p-value is one over this."""
+    return math.prod(math.comb(len(s.baseline) + len(s.now), len(s.now)) for s in strata)
