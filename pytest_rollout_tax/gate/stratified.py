@@ -22,15 +22,18 @@ figure the threshold is set on.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 #: Seeded within-test permutations drawn when the normal approximation is near the level.
 RESAMPLES = 2000
 #: The band of approximate p-values (relative to the level) refined by resampling.
 REFINE_BELOW, REFINE_ABOVE = 0.5, 2.0
+#: A test with at most this many relabellings has every one listed (5 rounds a side: 252).
+LISTED = 5000
 
 
 @dataclass(frozen=True)
@@ -83,18 +86,29 @@ def p_greater(strata: Sequence[Stratum], alpha: float, seed: int = 0) -> float:
 
 
 def _resampled(strata: Sequence[Stratum], observed: float, seed: int) -> float:
-    """The Monte Carlo permutation p-value, ``(1 + hits) / (1 + RESAMPLES)``."""
+    """The Monte Carlo permutation p-value, ``(1 + hits) / (1 + RESAMPLES)``.
+
+    A relabelling's change in a test is ``S * (1/k + 1/(n-k)) - T/(n-k)``, ``S`` the sum of
+    the ``k`` rollouts labelled "now" among the test's ``n`` (sum ``T``): only ``S`` is drawn,
+    from the list of every subset's sum when the test is small enough to list them."""
     rng = random.Random(seed)
-    pools = [((*s.baseline, *s.now), len(s.now)) for s in strata]
-    tolerance = 1e-9 * max(abs(x) for pool, _ in pools for x in pool)
-    hits = 0
-    for _ in range(RESAMPLES):
-        total = 0.0
-        for pool, k in pools:
-            shuffled = rng.sample(pool, len(pool))
-            total += _mean(shuffled[:k]) - _mean(shuffled[k:])
-        hits += total >= observed - tolerance
+    draws = [_draw(s, rng) for s in strata]
+    tolerance = 1e-9 * max(abs(x) for s in strata for x in (*s.baseline, *s.now))
+    hits = sum(
+        math.fsum(draw() for draw in draws) >= observed - tolerance for _ in range(RESAMPLES)
+    )
     return (1 + hits) / (1 + RESAMPLES)
+
+
+def _draw(stratum: Stratum, rng: random.Random) -> Callable[[], float]:
+    """A function drawing one relabelling's change of ``stratum``."""
+    pool = (*stratum.baseline, *stratum.now)
+    n, k = len(pool), len(stratum.now)
+    total, weight = math.fsum(pool), 1 / k + 1 / (n - k)
+    if math.comb(n, k) <= LISTED:
+        sums = [weight * math.fsum(c) - total / (n - k) for c in itertools.combinations(pool, k)]
+        return lambda: sums[int(rng.random() * len(sums))]
+    return lambda: weight * math.fsum(rng.sample(pool, k)) - total / (n - k)
 
 
 def arrangements(strata: Sequence[Stratum]) -> int:

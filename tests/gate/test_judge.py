@@ -120,3 +120,20 @@ def test_a_run_too_small_for_its_threshold_names_the_rounds_it_needs() -> None:
         run(rng, rounds=s.rounds_needed, cv=0.3),
     ).sensitivity
     assert more is not None and more.mde <= 0.05 * 1.25
+
+
+def test_a_control_divides_out_a_provider_wide_slowdown() -> None:
+    """Issue 42, item 6: every substrate, the control included, slowed 2x passes (a drift of
+    the day, not the user's); only the measured substrate slowed 2x fails."""
+    rng = random.Random(13)
+    check = [Check.parse("worker_hours:10%")]
+    before = {"e2b": run(rng), "local": run(rng)}
+    drifted = {"e2b": run(rng, slowed=dict.fromkeys(TESTS, 2.0)),
+               "local": run(rng, slowed=dict.fromkeys(TESTS, 2.0))}  # fmt: skip
+    (outcome,) = judge(check, before, drifted, control="local")
+    assert outcome.substrate == "e2b" and outcome.status == "passed"
+    assert outcome.drift == pytest.approx(2.0, rel=0.15)
+    assert [o.status for o in judge(check, before, drifted)] == ["failed", "failed"]
+    regressed = {"e2b": run(rng, slowed=dict.fromkeys(TESTS, 2.0)), "local": run(rng)}
+    (outcome,) = judge(check, before, regressed, control="local")
+    assert outcome.status == "failed" and outcome.drift == pytest.approx(1.0, rel=0.15)
