@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from pytest_rollout_tax.gate.stratified import Stratum, arrangements, p_greater
+from pytest_rollout_tax.gate.stratified import RESAMPLES, Stratum, p_greater
 
 
 def exact(strata: list[Stratum]) -> float:
@@ -40,13 +40,21 @@ CASES = [
 
 @pytest.mark.parametrize("strata", CASES)
 def test_the_p_value_matches_the_exact_permutation_test(strata: list[Stratum]) -> None:
-    found, truth = p_greater(strata, 0.05), exact(strata)
-    assert found >= 1 / arrangements(strata)
+    found, truth = p_greater(strata), exact(strata)
+    assert found >= 1 / (1 + RESAMPLES)
     assert (found < 0.05) == (truth < 0.05)
-    if 0.025 <= found <= 0.1:  # near the level: resampled, within the resampling's error
-        assert found == pytest.approx(truth, abs=0.01)
+    assert found == pytest.approx(truth, abs=0.015)  # within the resampling's error
+
+
+def test_one_slow_outlier_does_not_hide_a_100x_slowdown() -> None:
+    """Every current rollout far above the baseline, one of them 100x the others (a loaded
+    client): the exact test's smallest p-value, which a normal approximation put at 0.16."""
+    stratum = Stratum("a", (0.01,) * 6, (1.0, 1.1, 0.9, 1.05, 1.2, 100.0))
+    assert p_greater([stratum]) == pytest.approx(exact([stratum]), abs=0.003) and exact(
+        [stratum]
+    ) == pytest.approx(1 / 924)
 
 
 def test_a_test_on_one_side_only_is_not_a_stratum() -> None:
     with pytest.raises(ValueError, match="both sides"):
-        p_greater([Stratum("a", (1.0,), ())], 0.05)
+        p_greater([Stratum("a", (1.0,), ())])
