@@ -564,8 +564,11 @@ def test_xdist_gates_on_the_controller(suite: pytest.Pytester) -> None:
     assert result.stdout.str().count("rollout tax regression") == 1
     failed = [line for line in section(result, "rollout tax regression") if "FAILED" in line]
     assert len(failed) == 1 and "(n=6/6 rollouts)" in failed[0]  # all workers' rollouts
-    verdict = "rollout-tax gate: FAILED (exit status 1): local step.p50 +"
-    assert section(result, "rollout tax")[0].startswith(verdict)  # the controller's, once
+    verdict = (
+        "rollout-tax gate: FAILED (exit status 1; 1 check(s): 1 failed, against main.json): "
+        "local step.p50 +"
+    )
+    assert unwrapped(section(result, "rollout tax"))[0].startswith(verdict)  # once
     lines = result.outlines
     final = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("="))
     [last] = unwrapped(lines[final + 1 :])
