@@ -67,14 +67,18 @@ def build_parser() -> Parser:
         description="Print, per substrate, BASELINE vs CURRENT for cold_start, action, step "
         "and teardown at p50/p95 and for projected worker-hours (at CURRENT's projection). "
         "With --fail, exit 1 when a check finds a credible regression: the threshold is "
-        f"crossed and a one-sided Mann-Whitney U test of the raw samples gives p < "
-        f"{ALPHA} (threshold alone below {MIN_SAMPLES} samples a side, and "
-        "for worker_hours).",
+        "crossed and a one-sided permutation test of each test's rollouts against the same "
+        f"test's baseline (stratified by test) gives p < {ALPHA} (threshold alone below "
+        f"{MIN_SAMPLES} rollouts a side). A missing BASELINE under --fail exits 4 unless "
+        "--missing=pass.",
         epilog=EPILOG,
     )
     cmp.add_argument("baseline", metavar="BASELINE", help="the earlier run: a NAME or a PATH")
     cmp.add_argument("current", metavar="CURRENT", help="the run to judge: a NAME or a PATH")
     flags.FAIL.add_argument(cmp, action="append", default=[])
+    flags.MISSING.add_argument(cmp, default="fail")
+    cmp.add_argument(flags.STRICT.cli, action="store_true", help=flags.STRICT.help)
+    flags.CONTROL.add_argument(cmp)
 
     commands.add_parser(
         "list",
@@ -279,6 +283,9 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         baseline = storage.load(args.baseline)
     except NoSavedRun as exc:
+        if checks and args.missing != "pass":
+            err.write(f"rollout-tax: BASELINE under --fail: {exc}; --missing=pass to allow\n")
+            return compare.EXIT_USAGE
         err.write(f"rollout-tax: {exc}: nothing to compare (not failed)\n")
         return compare.EXIT_OK
     verdict = compare.compare_reports(
@@ -287,6 +294,8 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         checks,
         baseline_label=baseline.label,
         current_label=current.label,
+        control=args.control,
+        strict=args.strict,
     )
     for line in verdict.lines:
         out.write(line + "\n")

@@ -259,3 +259,37 @@ RAN_ON = Flag(
     "taken as free of sandbox tax)",
     cli_stem="ran-on",
 )
+
+
+def missing(text: str) -> str:
+    """What a gate does when its baseline does not exist: ``fail`` or ``pass``."""
+    spelled = str(text).strip().lower()
+    if spelled not in ("fail", "pass"):
+        raise ValueError(f"expected fail or pass, got {text!r}")
+    return spelled
+
+
+MISSING = Flag(
+    "compare-missing",
+    "fail|pass",
+    "what a gated run (with --rollout-compare-fail) does when its baseline does not exist: "
+    "fail (the default: a usage error naming the saved runs there are) or pass (the explicit "
+    "opt-out for a first run: the checks are not applied)",
+    parse=missing,
+    cli_stem="missing",
+)
+STRICT = Flag(
+    "compare-strict",
+    "",
+    "refuse (a usage error) to compare a substrate measured on another testbed (client host "
+    "class, CPUs, endpoint, provider, transport) than the baseline's; without it, a warning "
+    "names what differs",
+    cli_stem="strict",
+)
+CONTROL = Flag(
+    "control",
+    "NAME",
+    "a substrate or variant run interleaved with the others as the gate's control: each "
+    "check's change on it is divided out of the others' (a ratio of ratios), so that a "
+    "provider-wide drift is not read as a regression",
+)

@@ -74,8 +74,8 @@ def test_compare_ten_times_slower_fails(runs: Path) -> None:
     assert len(failed) == 1
     assert failed[0].startswith("FAILED local cold_start.p95: baseline 1.18s, now 11.8s")
     assert "threshold 15%" in failed[0]
-    assert "Mann-Whitney p=0.0025 < 0.05 (n=6/6 rollouts)" in failed[0]
-    assert lines[-1] == "passed 0 of 1 check(s)"
+    assert "permutation test of one test p=" in failed[0] and "< 0.05 (n=6/6 rollouts)" in failed[0]
+    assert lines[-1] == "gate failed: 1 check(s): 1 failed"
 
 
 def test_compare_equal_and_faster_pass(runs: Path) -> None:
@@ -90,9 +90,7 @@ def test_compare_equal_and_faster_pass(runs: Path) -> None:
     status, out, _ = cli("compare", "base", "same", *fails)
     assert status == 0
     assert "rollout tax regression" not in out
-    assert unwrapped(out.splitlines())[-1].startswith(
-        "passed 3 of 3 check(s): cold_start.p95:15% (local)"
-    )
+    assert unwrapped(out.splitlines())[-1] == "gate passed: 3 check(s): 3 passed"
     status, out, _ = cli("compare", "base", "fast", *fails)
     assert status == 0 and "-90.0%" in out
 
@@ -122,8 +120,15 @@ def test_compare_substrates_on_one_side(runs: Path) -> None:
     assert "only in this run (no baseline): docker" in out
 
 
-def test_compare_missing_baseline_is_a_warning(runs: Path) -> None:
+def test_compare_missing_baseline_under_checks_is_an_error(runs: Path) -> None:
     status, out, err = cli("compare", "main", "slow", "--fail", "cold_start.p95:1%")
+    assert status == 4 and out == ""
+    assert err.startswith("rollout-tax: BASELINE under --fail: no baseline 'main' in ")
+
+
+def test_compare_missing_baseline_is_a_warning_when_allowed(runs: Path) -> None:
+    status, out, err = cli("compare", "main", "slow", "--fail", "cold_start.p95:1%",
+                           "--missing", "pass")  # fmt: skip
     assert status == 0 and out == ""
     store = f".rollout-tax{os.sep}"
     assert err == f"rollout-tax: no baseline 'main' in {store}: nothing to compare (not failed)\n"

@@ -1,26 +1,30 @@
 """Calibrate the regression gate on a saved run: its false-alarm rate, its power, and the rounds
 it needs for 95 % power.
 
-The gate is :func:`compare.judge`, unchanged; what varies is its input. Resamples draw whole
-rollouts with replacement, per workload (a rollout's cold start, probes and steps stay together:
-they are correlated, and the gate must cope with that). A/A: two resamples of the run at its own
-sample sizes; a false alarm is a comparison where any check fails. Power: the same, with the
-second resample slowed uniformly (every sample times ``1 + S``).
+The gate is :func:`judge.judge`, unchanged (like with like: each workload against its own);
+what varies is its input. Resamples draw whole rollouts with replacement, per workload (a
+rollout's cold start, probes and steps stay together: they are correlated, and the gate must
+cope with that). A/A: two resamples of the run at its own sample sizes; a false alarm is a
+comparison where any check fails. Power: the same, with the second resample slowed uniformly
+(every sample times ``1 + S``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..core.noise import MIN_SAMPLES
+from ..core.noise import ALPHA, MIN_SAMPLES
 from ..core.record import workload_of
 from ..errors import ConfigError
 from ..report.document import Report
 from ..report.projection import Scale
-from .compare import Check, judge
+from .checks import Check
+from .judge import Run, judge
+from .power import POWER, Group, noise_cv, rounds_for
 from .sides import Side, rollout_samples
 
 #: The fewest comparisons a calibration makes (a 1 % rate is then ~5 events, not ~0).
@@ -54,10 +58,19 @@ class Population:
         self, rng: random.Random, rounds: int | None = None, factor: float = 1.0
     ) -> list[Draw]:
         """``rounds`` rollouts per workload (None: as many as the run had), times ``factor``."""
-        drawn = [d for group in self.workloads for d in rng.choices(group, k=rounds or len(group))]
+        return [d for group in self.groups(rng, rounds, factor) for d in group]
+
+    def groups(
+        self, rng: random.Random, rounds: int | None = None, factor: float = 1.0
+    ) -> list[list[Draw]]:
+        """:meth:`resample`, each workload's rollouts apart (the gate's tests)."""
+        drawn = [rng.choices(group, k=rounds or len(group)) for group in self.workloads]
         if factor == 1.0:
             return drawn
-        return [{m: tuple(v * factor for v in values) for m, values in d.items()} for d in drawn]
+        return [
+            [{m: tuple(v * factor for v in values) for m, values in d.items()} for d in group]
+            for group in drawn
+        ]
 
     def side(self, scale: Scale) -> Side:
         """The run itself, as the gate sees it."""
@@ -105,6 +118,8 @@ class Calibration:
     seed: int
     #: The advice checked: the A/A false-alarm rate at ``rounds_for_95`` rounds (None without).
     advised_false_alarms: Rates | None = None
+    #: Per substrate and check: the noise and the rounds to see the threshold (power.py).
+    needs: tuple[Need, ...] = ()
 
     def to_dict(self) -> dict:
         return {
@@ -119,6 +134,7 @@ class Calibration:
             "rounds": self.rounds,
             "max_rounds": MAX_ROUNDS,
             "seed": self.seed,
+            "rounds_needed": [dataclasses.asdict(need) for need in self.needs],
             "checks": [
                 {
                     "check": check.text,
@@ -128,6 +144,36 @@ class Calibration:
                 for check in self.checks
             ],
         }
+
+
+@dataclass(frozen=True)
+class Need:
+    """What one check needs on one substrate: its noise, and the rounds per workload at which
+    the gate's minimum detectable change (80 % power, ALPHA) reaches the check's threshold."""
+
+    substrate: str
+    check: str
+    cv: float | None  #: None: no workload with two rollouts
+    rounds: int | None  #: None: unknown (no noise measured, or a threshold of 0)
+
+
+def needs(pops: dict[str, Population], checks: Sequence[Check], scale: Scale) -> list[Need]:
+    """:class:`Need` of every check on every substrate, from the run's own spread."""
+    found = []
+    for name, population in pops.items():
+        whole = population.side(scale)
+        sides = [Side.of(group, scale) for group in population.workloads]
+        for check in checks:
+            metric = "worker_hours" if check.metric == "cost" else check.metric
+            groups = [
+                Group(tuple(u), tuple(u)) for side in sides if (u := side.units(metric, check.stat))
+            ]
+            cv = noise_cv(groups)
+            base = whole.value(check.metric, check.stat)
+            share = check.threshold.share(base, check.metric) if base else None
+            rounds = rounds_for(groups, cv, share, ALPHA) if cv and share else None
+            found.append(Need(name, check.text, cv, rounds))
+    return found
 
 
 class Calibrator:
@@ -162,8 +208,12 @@ class Calibrator:
                 by_check[text] += 1
         return Rates(comparisons, alarms, by_check)
 
-    def _side(self, population: Population, rounds: int | None, factor: float) -> Side:
-        return Side.of(population.resample(self.rng, rounds, factor), self.scale)
+    def _side(self, population: Population, rounds: int | None, factor: float) -> Run:
+        """A resampled run of ``population`` as the gate sees it: whole, and per workload."""
+        groups = population.groups(self.rng, rounds, factor)
+        tests = {str(i): Side.of(group, self.scale) for i, group in enumerate(groups)}
+        whole = Side.of([d for group in groups for d in group], self.scale)
+        return Run(whole, tests, self.scale)
 
     def default_slowdown(self) -> float:
         """Twice the largest threshold, as a fraction of the run's own figure."""
@@ -216,6 +266,7 @@ class Calibrator:
             checks=self.checks,
             seed=self.seed,
             advised_false_alarms=self.rates(comparisons, rounds=advised) if advised else None,
+            needs=tuple(needs(self.populations, self.checks, self.scale)),
         )
 
 
@@ -271,4 +322,13 @@ def render(calibration: Calibration, label: str, substrates: Iterable[str]) -> l
     for check in c.checks:
         alarms, hits = c.false_alarms.by_check[check.text], c.power.by_check[check.text]
         lines.append(f"  {check.text}: false alarms {alarms / n:.1%}, power {hits / n:.1%}")
+    if c.needs:
+        lines.append(
+            f"rounds needed to see each threshold at {POWER:.0%} power (p < {ALPHA}), from the "
+            "run's noise:"
+        )
+    for need in c.needs:
+        cv = f"noise CV {need.cv:.0%}" if need.cv is not None else "noise unknown"
+        rounds = f"{need.rounds} rounds" if need.rounds is not None else "rounds unknown"
+        lines.append(f"  {need.substrate} {need.check}: {cv}, {rounds}")
     return lines

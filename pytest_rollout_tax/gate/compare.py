@@ -1,39 +1,30 @@
-"""Comparing two runs: the comparison table, and checks that fail on a credible regression.
-
-A check ``METRIC.STAT:THRESHOLD`` fails when, on a substrate both runs measured, ``STAT`` of
-``METRIC`` grew by more than ``THRESHOLD`` (``15%`` of the baseline, or an absolute ``5ms``,
-``0.2s``, ...) *and* the rise credibly exceeds the threshold: the noise test (noise.py) finds
-the current run's per-rollout figures (sides.py) larger than the baseline's raised by the
-threshold. With too few rollouts on either side the threshold alone decides. A crossing that
-is not credible is reported but does not fail.
+"""Comparing two runs: the comparison table of every common substrate (and a line per test),
+and the verdict of the checks on it (judge.py judges them like with like, lines.py words them).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Literal
 
 from tabulate import tabulate
 
-from ..core.noise import Evidence, evidence
 from ..core.record import workload_of
-from ..core.stats import STAT_NAMES, min_samples
-from ..errors import ConfigError
 from ..report.document import Report
 from ..report.schema import SAMPLE_METRICS
-from ..text.units import dollars, hours, percent, seconds, value
+from ..text.units import percent, seconds, value
 from ..text.width import MIN_WIDTH, terminal_width, wrap
 from .by_test import lines_by_test, sides_by_test
+from .checks import METRICS, PROJECTED, STATS, Check
+from .judge import Outcome, Run, judge
+from .lines import Tally, change, gate_lines
 from .sides import Side, sides
+from .testbed import testbed_notes
 
-#: Metrics projected from the means (one figure per run, ``.mean`` only).
-PROJECTED = ("worker_hours", "cost")
-METRICS = (*SAMPLE_METRICS, *PROJECTED)
-STATS = STAT_NAMES
+__all__ = ["METRICS", "PROJECTED", "SAMPLE_METRICS", "STATS", "Check", "Outcome", "change",
+           "percent", "value"]  # fmt: skip
+
 #: What a sample of each metric is: the comparison table's counts say it in place.
 SAMPLE_NOUNS = {"cold_start": "rollouts", "action": "probes", "step": "steps",
                 "teardown": "rollouts", "trajectory": "rollouts"}  # fmt: skip
@@ -45,184 +36,7 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 EXIT_USAGE = 4
 
-_UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-_THRESHOLD = re.compile(r"((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(%|us|µs|ms|s|min|h)?")
-
-
-# -- thresholds and checks --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Threshold:
-    """How much growth is allowed: a fraction of the baseline, or an absolute duration."""
-
-    value: float  #: a fraction (0.15 for ``15%``) when relative, else seconds
-    relative: bool
-    text: str
-
-    @classmethod
-    def parse(cls, text: str) -> Threshold:
-        """``15%``, ``0.5%``, ``5ms``, ``250us``, ``0.2s``, ``1min`` or ``2h``."""
-        match = _THRESHOLD.fullmatch(text.strip())
-        if not match:
-            raise ValueError(f"malformed threshold {text!r} (expected e.g. 15%, 5ms or 0.2s)")
-        number, unit = float(match.group(1)), match.group(2)
-        if unit is None:
-            raise ValueError(f"threshold {text!r} needs a unit: % or us, ms, s, min, h")
-        if not math.isfinite(number):
-            raise ValueError(f"malformed threshold {text!r}")
-        if unit == "%":
-            return cls(number / 100, True, text.strip())
-        return cls(number * _UNITS[unit], False, text.strip())
-
-    def allowed(self, baseline: float, metric: str) -> float:
-        """The largest growth that passes, in the metric's unit (hours for worker_hours)."""
-        if self.relative:
-            return self.value * baseline
-        return self.value / 3600 if metric == "worker_hours" else self.value
-
-    def crossed(self, baseline: float, now: float, metric: str) -> bool:
-        return now - baseline > self.allowed(baseline, metric)
-
-    def raised(self, figures: Sequence[float], baseline: float, metric: str) -> list[float]:
-        """Per-rollout ``figures`` of the baseline grown by the allowed amount: a run right at
-        the threshold. ``baseline`` is the check's figure, which converts an absolute
-        worker-hours threshold to a share."""
-        if self.relative:
-            return [f * (1 + self.value) for f in figures]
-        if metric == "worker_hours":
-            share = self.allowed(baseline, metric) / baseline if baseline > 0 else 0.0
-            return [f * (1 + share) for f in figures]
-        return [f + self.value for f in figures]
-
-
-@dataclass(frozen=True)
-class Check:
-    """One ``METRIC.STAT:THRESHOLD`` gate."""
-
-    metric: str
-    stat: str
-    threshold: Threshold
-    text: str
-
-    @classmethod
-    def parse(cls, text: str, option: str = "check") -> Check:
-        """Parse ``cold_start.p95:15%``; ``worker_hours:10%`` means ``worker_hours.mean:10%``.
-        An error names ``option`` (where the text came from)."""
-        where = f"{option}={text!r}"
-        target, sep, limit = text.partition(":")
-        if not sep:
-            raise ConfigError(f"{where}: expected METRIC.STAT:THRESHOLD, e.g. cold_start.p95:15%")
-        metric, dot, stat = (part.strip() for part in target.partition("."))
-        if metric not in METRICS:
-            raise ConfigError(f"{where}: unknown metric {metric!r}; one of {', '.join(METRICS)}")
-        if metric in PROJECTED and not dot:
-            stat = "mean"
-        elif not dot:
-            raise ConfigError(f"{where}: missing STAT after {metric!r}; e.g. {metric}.p95:{limit}")
-        if stat not in STATS:
-            raise ConfigError(f"{where}: unknown stat {stat!r}; one of {', '.join(STATS)}")
-        if metric in PROJECTED and stat != "mean":
-            raise ConfigError(
-                f"{where}: {metric} is projected from means; use {metric}.mean:{limit}"
-            )
-        try:
-            threshold = Threshold.parse(limit)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
-        if metric == "cost" and not threshold.relative:
-            raise ConfigError(f"{where}: cost takes a percentage, e.g. cost.mean:10%")
-        return cls(metric, stat, threshold, text.strip())
-
-    @property
-    def name(self) -> str:
-        return f"{self.metric}.{self.stat}"
-
-
-# -- the verdict of one check on one substrate ------------------------------------------------
-
-Status = Literal["passed", "failed", "noise", "skipped"]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    substrate: str
-    check: Check
-    status: Status
-    baseline: float | None = None
-    now: float | None = None
-    evidence: Evidence | None = None
-    why: str = ""
-    #: The samples the STAT was computed from, in the baseline and now.
-    counts: tuple[int, int] = (0, 0)
-
-    def line(self) -> str:
-        """``FAILED local cold_start.p95: baseline 1.2ms, now 12ms (...), threshold 15%; ...``"""
-        metric = self.check.metric
-        figures = (
-            f"{self.substrate} {self.check.name}: baseline {value(metric, self.baseline)}, "
-            f"now {value(metric, self.now)} ({change(metric, self.baseline, self.now)}, "
-            f"{percent(self.baseline, self.now)}), threshold {self.check.threshold.text}"
-        )
-        why = self.evidence.why if self.evidence else ""
-        if self.status == "failed":
-            return f"FAILED {figures}; {why}"
-        return f"not credible: {figures} crossed, but {why}: not failed"
-
-    def brief(self) -> str:
-        """``local cold_start.p50 +94.9% (threshold 15%)``: the check, its change, its limit."""
-        threshold = self.check.threshold
-        grown = (percent if threshold.relative else partial(change, self.check.metric))(
-            self.baseline, self.now
-        )
-        return f"{self.substrate} {self.check.name} {grown} (threshold {threshold.text})"
-
-
-def evaluate(check: Check, substrate: str, baseline: Side, now: Side) -> Outcome:
-    """Whether ``check`` passes on ``substrate``."""
-    before, after = baseline.value(check.metric, check.stat), now.value(check.metric, check.stat)
-    if before is None or after is None:
-        side = "baseline" if before is None else "current run"
-        return Outcome(substrate, check, "skipped", why=f"no {check.metric} in the {side}")
-    counts = (_count(baseline, check.metric), _count(now, check.metric))
-    if not check.threshold.crossed(before, after, check.metric):
-        return Outcome(substrate, check, "passed", before, after, counts=counts)
-    found = evidence(
-        check.threshold.raised(baseline.units(check.metric, check.stat), before, check.metric),
-        now.units(check.metric, check.stat),
-    )
-    status: Status = "failed" if found.credible else "noise"
-    return Outcome(substrate, check, status, before, after, found, counts=counts)
-
-
-def _count(side: Side, metric: str) -> int:
-    stats = side.stats.get(metric)
-    return stats.n if stats else 0
-
-
-def judge(
-    checks: Iterable[Check], before: dict[str, Side], after: dict[str, Side]
-) -> list[Outcome]:
-    """The outcome of every check on every substrate both sides measured: the whole gate."""
-    common = [name for name in after if name in before]
-    return [evaluate(c, name, before[name], after[name]) for c in checks for name in common]
-
-
 # -- formatting ---------------------------------------------------------------------------------
-
-
-def change(metric: str, before: float | None, after: float | None) -> str:
-    if before is None or after is None:
-        return "-"
-    delta = after - before
-    if delta == 0:
-        return "0"
-    sign = "+" if delta > 0 else "-"
-    if metric == "worker_hours":
-        return f"{sign}{hours(abs(delta))} h"
-    if metric == "cost":
-        return f"{sign}{dollars(abs(delta))}"
-    return f"{sign}{seconds(abs(delta))}"
 
 
 def heading(title: str, width: int = 80) -> str:
@@ -243,9 +57,17 @@ def run_label(report: Report) -> str:
 # -- comparing two runs -------------------------------------------------------------------------
 
 
+#: What a comparison decided: ``compared`` (no check given), ``passed``, ``failed``, ``not
+#: applicable`` (checks given, none judged), ``no baseline`` (allowed missing) or ``refused``
+#: (``--rollout-compare-strict`` across testbeds, a usage error).
+State = Literal["compared", "passed", "failed", "not applicable", "no baseline", "refused"]
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """What a comparison found: lines for the summary, the regression section, failed or not."""
+    """What a comparison found: lines for the summary, the regression section, its state, and
+    every figure it compared (``outcomes``), which the page reads rather than projecting
+    again."""
 
     summary: list[str] = field(default_factory=list)
     #: The body of the "rollout tax regression" section; empty unless a check failed.
@@ -256,6 +78,15 @@ class Verdict:
     #: The width the printed lines fit (the terminal's); ``summary`` and ``regression`` keep
     #: each note whole, ``summary_lines``, ``regression_lines`` and ``lines`` fit it.
     width: int = MIN_WIDTH
+    state: State = "compared"
+    #: The checks given (counted when none was judged: no common substrate, no baseline).
+    checks: int = 0
+
+    @property
+    def tally(self) -> Tally:
+        """The outcomes counted once; checks never judged count as skipped."""
+        tally = Tally.of(self.outcomes)
+        return tally if self.outcomes else Tally(skipped=self.checks)
 
     @property
     def lines(self) -> list[str]:
@@ -277,6 +108,8 @@ class Verdict:
 
     @property
     def exit_status(self) -> int:
+        if self.state == "refused":
+            return EXIT_USAGE
         return EXIT_REGRESSION if self.failed else EXIT_OK
 
 
@@ -288,13 +121,24 @@ def compare_reports(
     baseline_label: str = "?",
     current_label: str = "this run",
     width: int | None = None,
+    control: str | None = None,
+    strict: bool = False,
 ) -> Verdict:
     """The comparison table of every common substrate (and a line per test), and the verdict of
-    every check on it; its printed lines fit ``width`` (None: the terminal's)."""
+    every check on it, like with like (judge.py), the change of ``control`` divided out of the
+    others; its printed lines fit ``width`` (None: the terminal's). ``strict``: a common
+    substrate measured on another testbed refuses the comparison."""
     width = width or terminal_width()
+    checks = list(checks)
     scale = current.projection
     before, after = sides(baseline, scale), sides(current, scale)
     common = [name for name in after if name in before]
+    bed_notes = testbed_notes(baseline, current, common)
+    refused = [line for line in bed_notes if line.startswith("warning: ")]
+    if strict and refused:
+        why = "; ".join(line.removeprefix("warning: ") for line in refused)
+        line = f"rollout-tax: --rollout-compare-strict: {why}: not compared"
+        return Verdict([line], width=width, state="refused", checks=len(checks))
     lines = [
         f"baseline: {baseline_label}",
         f"now:      {current_label}",
@@ -302,6 +146,7 @@ def compare_reports(
         f"steps"
         + (f", think time {seconds(scale.think_time_s)}/step" if scale.think_time_s else ""),
         *notes(baseline, current),
+        *bed_notes,
     ]
     tests_before, tests_after = sides_by_test(baseline, scale), sides_by_test(current, scale)
     for name in common:
@@ -314,17 +159,30 @@ def compare_reports(
         lines.append(f"only in the baseline (not compared): {', '.join(only_before)}")
     if only_after:
         lines.append(f"only in this run (no baseline): {', '.join(only_after)}")
-    checks = list(checks)
     if not checks:
         return Verdict(lines, width=width)
-    if not common:
-        lines.append("rollout-tax: no substrate in common with the baseline: no check applied")
-        return Verdict(lines, width=width)
-    outcomes = judge(checks, before, after)
-    gate = gate_lines(outcomes, tests_before, tests_after)
-    if any(o.status == "failed" for o in outcomes):
-        return Verdict(lines, gate, failed=True, outcomes=tuple(outcomes), width=width)
-    return Verdict(lines + gate, outcomes=tuple(outcomes), width=width)
+    runs_before = {n: Run(s, tests_before.get(n, {}), scale) for n, s in before.items()}
+    runs_after = {n: Run(s, tests_after.get(n, {}), scale) for n, s in after.items()}
+    outcomes = tuple(judge(checks, runs_before, runs_after, control))
+    gate = [*control_lines(control, before, after), *gate_lines(outcomes, len(checks))]
+    state = Tally.of(outcomes).state if outcomes else "not applicable"
+    failed = state == "failed"
+    kept = dict(outcomes=outcomes, width=width, state=state, checks=len(checks))
+    if failed:
+        return Verdict(lines, gate, failed=True, **kept)
+    return Verdict(lines + gate, **kept)
+
+
+def control_lines(
+    control: str | None, before: dict[str, Side], after: dict[str, Side]
+) -> list[str]:
+    """What the control is, or why there is none to divide out."""
+    if control is None:
+        return []
+    if control not in before or control not in after:
+        side = "baseline" if control not in before else "this run"
+        return [f"warning: the control {control} is not in the {side}: nothing divided out"]
+    return [f"control: {control}; each check's change on it is divided out of the others'"]
 
 
 def fit(lines: Iterable[str], width: int) -> list[str]:
@@ -388,71 +246,6 @@ def table_rows(before: Side, after: Side) -> list[list[str]]:
 def _n(side: Side, metric: str) -> str:
     stats = side.stats.get(metric)
     return str(stats.n) if stats else "0"
-
-
-def gate_lines(
-    outcomes: list[Outcome],
-    tests_before: dict[str, dict[str, Side]] | None = None,
-    tests_after: dict[str, dict[str, Side]] | None = None,
-) -> list[str]:
-    """One line per failed check (then the tests that carry it), one per crossing that was not
-    credible, one for the rest."""
-    failed = [o for o in outcomes if o.status == "failed"]
-    noise = [o for o in outcomes if o.status == "noise"]
-    passed = [o for o in outcomes if o.status == "passed"]
-    skipped = [o for o in outcomes if o.status == "skipped"]
-    lines = []
-    for o in failed + noise:
-        lines.append(o.line())
-        if tests_before is not None and tests_after is not None:
-            lines += carried_by(
-                o, tests_before.get(o.substrate, {}), tests_after.get(o.substrate, {})
-            )
-    if skipped:
-        lines.append(
-            f"skipped {len(skipped)} check(s) without figures on both sides: "
-            + "; ".join(f"{o.substrate} {o.check.name} ({o.why})" for o in skipped)
-        )
-    by_check: dict[str, list[str]] = {}
-    for outcome in passed:
-        by_check.setdefault(outcome.check.text, []).append(outcome.substrate)
-    names = ", ".join(f"{text} ({', '.join(subs)})" for text, subs in by_check.items())
-    for o in outcomes:
-        need = min_samples(o.check.stat)
-        if o.status != "skipped" and o.check.metric not in PROJECTED and min(o.counts) < need:
-            lines.append(
-                f"warning: {o.substrate} {o.check.name} is quoted from {o.counts[0]}/"
-                f"{o.counts[1]} sample(s); a {o.check.stat} needs {need} or more"
-            )
-    lines.append(
-        f"passed {len(passed)} of {len(outcomes)} check(s)" + (f": {names}" if names else "")
-    )
-    return lines
-
-
-def carried_by(outcome: Outcome, before: dict[str, Side], after: dict[str, Side]) -> list[str]:
-    """The tests whose own rollouts carry a crossing: the check, judged again on each test's
-    rollouts alone (the same threshold and noise test), fails there. A crossing that was noise
-    over all tests may be credible in one (it is still not failed). Nothing with one test in
-    common (the substrate's line says it all)."""
-    common = [test for test in after if test in before]
-    if len(common) < 2:
-        return []
-    found = [(test, evaluate(outcome.check, outcome.substrate, before[test], after[test]))
-             for test in common]  # fmt: skip
-    named = [
-        f"{test} ({o.evidence.why})" for test, o in found if o.status == "failed" and o.evidence
-    ]
-    prefix = f"{outcome.substrate} {outcome.check.name}"
-    if outcome.status == "noise":
-        return (
-            [f"{prefix}: noise over all tests, but credible in: {'; '.join(named)}"]
-            if named
-            else []
-        )
-    if not named:
-        return [f"{prefix}: no test carries it on its own rollouts (none crosses credibly)"]
-    return [f"{prefix} regressed in: {'; '.join(named)}"]
 
 
 def notes(baseline: Report, current: Report) -> list[str]:

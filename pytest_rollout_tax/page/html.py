@@ -16,8 +16,9 @@ from typing import Any
 from ..core.files import write_atomically
 from ..core.stats import Stats
 from ..errors import PlotsUnavailable
-from ..gate.compare import Verdict, gate_lines, table_rows
+from ..gate.compare import Verdict, table_rows
 from ..gate.compare import notes as comparison_notes
+from ..gate.lines import gate_lines
 from ..gate.sides import Side, sides
 from ..report.document import Report
 from ..report.projection import project
@@ -142,8 +143,10 @@ def _verdict(verdict: Verdict | None, label: str) -> str:
     """The gate's verdict in one line, first on the page."""
     if verdict is None:
         return ""
-    if verdict.outcomes:
+    if verdict.outcomes or verdict.checks:
         text, status = verdict_line(verdict.outcomes)
+        if not verdict.outcomes:  # checks given, none judged: never green
+            text, status = f"Gate {verdict.state}: {' '.join(verdict.summary)}", "unjudged"
         return (
             f'<p class="verdict {status}" id="verdict">{e(text)} '
             f'<a href="#gate">Against {e(label)}</a></p>'

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..gate.compare import Outcome
+from ..gate.judge import Outcome
+from ..gate.lines import Tally, outcome_line
 from ..report.document import Report, SubstrateEntry
 from ..report.projection import Scale, project
 from ..text.units import dollars, hours, percent, ratio, share
@@ -189,7 +190,8 @@ def _change(
     outcome = judged.get((name, *column.check)) if column.check else None
     text = points(before, value) if column.kind == "share" else percent(before, value)
     if outcome is not None and outcome.status == "failed":
-        return f'<span class="change credible" title="{e(outcome.line())}">{text} credible</span>'
+        title = e(outcome_line(outcome))
+        return f'<span class="change credible" title="{title}">{text} credible</span>'
     if text.lstrip("+-") in ("0.0%", "0.0 pp"):
         return ""
     return f'<span class="change">{text}</span>'
@@ -203,28 +205,40 @@ def points(before: float | None, after: float | None) -> str:
 
 
 def verdict_line(outcomes: Sequence[Outcome]) -> tuple[str, str]:
-    """The gate's verdict in one sentence, and ``failed`` or ``passed``: which checks failed
-    (a credible slowdown beyond the threshold), and which only crossed it inside the noise."""
-    failed = [o for o in outcomes if o.status == "failed"]
-    noise = [o for o in outcomes if o.status == "noise"]
-    passed = [o for o in outcomes if o.status == "passed"]
-    skipped = [o for o in outcomes if o.status == "skipped"]
+    """The gate's verdict in one sentence, and its box's class: which checks failed (a
+    credible slowdown beyond the threshold) and the tests that carry each, which only crossed
+    it inside the noise, which it could not judge. ``passed`` (green) only when every check
+    was judged and passed; ``partial`` when some crossed inside the noise or were not judged;
+    ``failed``; ``unjudged`` when none was judged."""
+    tally = Tally.of(outcomes)
 
     def named(found: list[Outcome]) -> str:
         return ", ".join(
-            f"{o.substrate} {o.check.name} {percent(o.baseline, o.now)}" for o in found
-        )
+            f"{o.substrate} {o.check.name} {percent(o.baseline, o.now)}"
+            + (f" (in {', '.join(t.test for t in o.carriers)})" if len(o.tests) > 1 and
+               o.carriers else "")
+            for o in found
+        )  # fmt: skip
+
+    def of(status: str) -> list[Outcome]:
+        return [o for o in outcomes if o.status == status]
 
     parts = []
-    if failed:
-        parts.append(f"{len(failed)} of {len(outcomes)} check(s) found a credible slowdown "
-                     f"beyond the threshold: {named(failed)}")  # fmt: skip
-    if noise:
-        parts.append(f"{len(noise)} crossed the threshold by a change inside the noise, "
-                     f"not a failure: {named(noise)}")  # fmt: skip
-    if passed:
-        parts.append(f"{len(passed)} stayed within the threshold")
-    if skipped:
-        parts.append(f"{len(skipped)} skipped (no figures on both sides)")
-    head = "Gate failed" if failed else "Gate passed"
-    return f"{head}: " + "; ".join(parts) + ".", "failed" if failed else "passed"
+    if tally.failed:
+        parts.append(f"{tally.failed} of {tally.total} check(s) found a credible slowdown "
+                     f"beyond the threshold: {named(of('failed'))}")  # fmt: skip
+    if tally.noise:
+        parts.append(f"{tally.noise} crossed the threshold by a change inside the noise, "
+                     f"not a failure: {named(of('noise'))}")  # fmt: skip
+    if tally.passed:
+        parts.append(f"{tally.passed} stayed within the threshold")
+    if tally.skipped:
+        parts.append(
+            f"{tally.skipped} not judged (no figures on both sides): "
+            + ", ".join(f"{o.substrate} {o.check.name}" for o in of("skipped"))
+        )
+    head = f"Gate {tally.state}"
+    status = {"failed": "failed", "not applicable": "unjudged"}.get(tally.state, "passed")
+    if status == "passed" and (tally.noise or tally.skipped):
+        status = "partial"
+    return f"{head}: " + "; ".join(parts) + ".", status

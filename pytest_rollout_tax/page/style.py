@@ -18,6 +18,7 @@ nav a { margin-right: 0.8em; white-space: nowrap; }
 .verdict { margin: 0.6em 0; padding: 8px 12px; border-left: 6px solid #888; background: #f3f3f3; }
 .verdict.failed { border-color: #b00020; background: #fdecee; }
 .verdict.passed { border-color: #1e7b34; background: #e9f6ec; }
+.verdict.partial, .verdict.unjudged { border-color: #b26a00; background: #fff4e0; }
 .verdict.failed::first-line { font-weight: 600; }
 figure { margin: 0.4em 0 1em; min-width: 0; }
 .plots { display: grid; gap: 4px 24px;

@@ -29,6 +29,8 @@ class Gate:
     checks: tuple[Check, ...] = ()
     baseline: SavedRun | None = None
     missing: str | None = None  #: the warning when the baseline does not exist (yet)
+    strict: bool = False  #: another testbed than the baseline's is a usage error
+    control: str | None = None  #: the substrate whose change is divided out of the others'
 
     @classmethod
     def from_options(
@@ -38,26 +40,38 @@ class Gate:
         compare: str | None,
         fail: Sequence[str] | None,
         load_baseline: bool = True,
+        missing: str = "fail",
+        strict: bool = False,
+        control: str | None = None,
     ) -> Gate:
         """Parse and check every option and load the baseline now, before any rollout runs.
 
-        Raises ConfigError / SavedRunError (RolloutTaxError) for bad input. A missing baseline
-        is not an error: ``missing`` holds the warning. ``load_baseline=False`` (xdist workers)
-        skips the file work the controller does.
+        Raises ConfigError / SavedRunError (RolloutTaxError) for bad input, and for a missing
+        baseline under checks unless ``missing`` is ``pass`` (then ``missing`` holds the
+        warning). ``load_baseline=False`` (xdist workers) skips the file work the controller
+        does.
         """
         checks = tuple(flags.FAIL.value(text, flags.FAIL.plugin) for text in fail or [])
+        allow = flags.MISSING.value(missing, flags.MISSING.plugin) == "pass"
         store = Storage.at(storage)
         if compare is not None:
             compare = check_compare(compare)
+        kept = {"strict": strict, "control": control}
         if not load_baseline:
-            return cls(store, compare, checks)
-        baseline, missing = None, None
+            return cls(store, compare, checks, **kept)
+        baseline, warning = None, None
         if compare is not None:
             try:
                 baseline = store.load(compare)
             except NoSavedRun as exc:
-                missing = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
-        return cls(store, compare, checks, baseline, missing)
+                if checks and not allow:
+                    raise ConfigError(missing_error(store, compare, exc)) from None
+                warning = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
+        return cls(store, compare, checks, baseline, warning, **kept)
+
+    def missing_name(self) -> str:
+        """How the missing baseline was asked for: ``'mian'``, or the newest saved run."""
+        return repr(self.compare) if self.compare else "the newest saved run"
 
     def judge(self, report: Report, *, width: int | None = None) -> Verdict:
         """Compare ``report`` with the baseline; called once, on the controller. Every line
@@ -68,7 +82,8 @@ class Gate:
             return Verdict([inert] if self.checks else [], width=width)
         if self.baseline is None:
             missing = self.missing or "rollout-tax: no baseline: nothing to compare"
-            return Verdict([missing], width=width)
+            state = "no baseline" if self.checks else "compared"
+            return Verdict([missing], width=width, state=state, checks=len(self.checks))
         return compare_reports(
             self.baseline.report,
             report,
@@ -76,7 +91,23 @@ class Gate:
             baseline_label=self.baseline.label,
             current_label=run_label(report),
             width=width,
+            control=self.control,
+            strict=self.strict,
         )
+
+
+def missing_error(store: Storage, ref: str, exc: NoSavedRun) -> str:
+    """The one line a gate with a missing baseline fails with: what is missing, what exists,
+    and the opt-out."""
+    try:
+        names = [path.stem for path in store.paths()]
+    except RolloutTaxError:
+        names = []
+    there = f"saved runs there: {', '.join(names[-8:])}" if names else "no saved run there yet"
+    return (
+        f"rollout-tax: --rollout-compare={ref!r} under {flags.FAIL.plugin}: {exc} ({there}); "
+        f"save one with --rollout-save=NAME, or {flags.MISSING.plugin}=pass for a first run"
+    )
 
 
 def gate_of(config: Any) -> Gate:
@@ -90,6 +121,9 @@ def gate_of(config: Any) -> Gate:
             compare=option(config, "--rollout-compare"),
             fail=option(config, flags.FAIL.plugin),
             load_baseline=not hasattr(config, "workerinput"),  # workers skip file work
+            missing=str(option(config, flags.MISSING.plugin)),
+            strict=bool(option(config, flags.STRICT.plugin)),
+            control=option(config, flags.CONTROL.plugin) or None,
         )
     except (RolloutTaxError, ValueError) as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -20,7 +20,7 @@ from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
 from ..fleet.pool import PoolStats
-from ..gate import compare, history
+from ..gate import compare, history, testbed
 from ..outputs import saved_run
 from ..outputs.outcome import SessionOutcome
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, Row
@@ -121,7 +121,7 @@ class RolloutTaxSession:
                 not_run = absent(self.settings.specs, (), self._why_not_run)
                 self.lines = render_nothing_ran(not_run)
             return exitstatus
-        report = self.report = self.summarize()
+        report = self.report = testbed.stamped(self.summarize())
         verdict = self.gate.judge(for_saving(report), width=self._width())
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         saved, saving = saved_run.save(
@@ -157,8 +157,8 @@ class RolloutTaxSession:
             history_failed=history_failed,
             write_failed=write_failed,
         )
-        if self.verdict is not None and self.verdict.failed and exitstatus == pytest.ExitCode.OK:
-            exitstatus = pytest.ExitCode.TESTS_FAILED
+        if self.verdict is not None:
+            exitstatus = self.verdict.exit_status(exitstatus)
         self.exit_status = int(exitstatus)
         return exitstatus
 

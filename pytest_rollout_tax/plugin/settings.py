@@ -93,6 +93,12 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "compare with a saved run (default: the newest one)", "string", None),
     (flags.FAIL.plugin, {"action": "append", "metavar": flags.FAIL.metavar}, flags.FAIL.help,
      "linelist", []),
+    (flags.MISSING.plugin, {"metavar": flags.MISSING.metavar}, flags.MISSING.help, "string",
+     "fail"),
+    (flags.STRICT.plugin, {"action": "store_true", "default": None}, flags.STRICT.help, "bool",
+     False),
+    (flags.CONTROL.plugin, {"metavar": flags.CONTROL.metavar}, flags.CONTROL.help, "string",
+     None),
     ("--rollout-history-fail", {"action": "store_true", "default": None},
      "fail the run when the run just saved starts a new change point (a slowdown) in the "
      "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
@@ -248,6 +254,14 @@ class Settings:
             order = str(option(config, "--rollout-order"))
             if order not in ORDERS:
                 raise ValueError(f"--rollout-order={order!r}: expected grouped or interleave")
+            if control := option(config, flags.CONTROL.plugin):  # run fairly beside the rest
+                names = [spec.name for spec in specs]
+                if control not in names:
+                    raise ValueError(
+                        f"{flags.CONTROL.plugin}={control!r}: not a selected substrate; "
+                        f"selected: {', '.join(names)}"
+                    )
+                order = "interleave"
             shard_text = option(config, "--rollout-shard")
             shard = Shard.parse(shard_text, "--rollout-shard") if shard_text else None
             start_text = option(config, "--rollout-start-at")

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 
 import pytest
 
+from .. import flags
 from ..gate.compare import Verdict
+from ..gate.lines import brief
 from ..text.width import MIN_WIDTH, wrap
 from .gating import Gate
 
@@ -18,32 +20,52 @@ from .gating import Gate
 STATS_KEY = "rollout-tax gate failed"
 
 
+#: How the verdict line reads in each state: red when failed, green when passed, yellow when
+#: the gate judged nothing (never green for what it could not judge).
+COLOURS = {"failed": "red", "passed": "green", "not applicable": "yellow", "no baseline": "yellow"}
+
+
 @dataclass(frozen=True)
 class SessionVerdict:
-    """Why the rollout tax failed the session (none: it did not), and what a gated run
-    checked."""
+    """Why the rollout tax failed the session (none: it did not), what a gated run checked,
+    and the gate's state, all read from the one tally the gate's section ends with."""
 
     reasons: tuple[str, ...] = ()
-    #: What the gate checked (``2 check(s) against main.json``), for a run that passed.
+    #: What the gate checked (``2 check(s): 2 passed, against main.json``).
     checked: tuple[str, ...] = ()
     #: The width its line is wrapped to: the gate's (the terminal's).
     width: int = MIN_WIDTH
+    #: ``passed``, ``failed``, ``not applicable`` (no check judged) or ``no baseline``.
+    state: str = "passed"
+    #: A usage error (``--rollout-compare-strict`` across testbeds): exit status 4.
+    usage: bool = False
 
     @property
     def failed(self) -> bool:
         return bool(self.reasons)
 
+    def exit_status(self, exitstatus: int) -> int:
+        """The session's exit status: a usage error's, else failed when the tests passed."""
+        if self.usage:
+            return int(pytest.ExitCode.USAGE_ERROR)
+        if self.failed and exitstatus == pytest.ExitCode.OK:
+            return int(pytest.ExitCode.TESTS_FAILED)
+        return int(exitstatus)
+
     def line(self, exit_status: int) -> str:
-        """``rollout-tax gate: FAILED (exit status 1): local cold_start.p50 +94.9% (...)``."""
+        """``rollout-tax gate: FAILED (exit status 1; 2 check(s): 1 failed, 1 passed, against
+        main.json): local cold_start.p50 +94.9% (threshold 15%)``."""
+        checked = "; ".join(self.checked)
         if self.failed:
-            why = "; ".join(self.reasons)
-            return f"rollout-tax gate: FAILED (exit status {exit_status}): {why}"
-        return f"rollout-tax gate: passed ({'; '.join(self.checked)})"
+            what = f"exit status {exit_status}" + (f"; {checked}" if checked else "")
+            return f"rollout-tax gate: FAILED ({what}): {'; '.join(self.reasons)}"
+        return f"rollout-tax gate: {self.state} ({checked})"
 
     def write(self, reporter: pytest.TerminalReporter, exit_status: int) -> None:
-        """The line, wrapped to the width, red when failed and green when passed."""
+        """The line, wrapped to the width, in its state's colour."""
+        colour = "red" if self.failed else COLOURS.get(self.state, "yellow")
         for part in wrap(self.line(exit_status), self.width):
-            reporter.write_line(part, red=self.failed, green=not self.failed, bold=True)
+            reporter.write_line(part, **{colour: True}, bold=True)
 
 
 def session_verdict(
@@ -57,7 +79,9 @@ def session_verdict(
 ) -> SessionVerdict | None:
     """The verdict of a session gated (checks with ``--rollout-compare``, or
     ``--rollout-history-fail``) or failed by the rollout tax; None for any other."""
-    reasons = [outcome.brief() for outcome in verdict.outcomes if outcome.status == "failed"]
+    reasons = [brief(outcome) for outcome in verdict.outcomes if outcome.status == "failed"]
+    if verdict.state == "refused":
+        reasons += verdict.summary
     if history_failed:
         reasons.append("a new slowdown in the saved runs' history")
     if shared:
@@ -65,17 +89,24 @@ def session_verdict(
     if write_failed:
         reasons.append("an output asked for was not written")
     checked = []
+    state = "passed"
     if gate.checks and gate.compare is not None:
-        count = f"{len(gate.checks)} check(s)"
         if gate.baseline is None:
-            checked.append(f"no baseline: {count} not applied")
-        else:
-            checked.append(f"{count} against {gate.baseline.path.name}")
+            state = "no baseline"
+            checked.append(
+                f"{gate.missing_name()}: {len(gate.checks)} check(s) not applied, "
+                f"{flags.MISSING.plugin}=pass"
+            )
+        elif verdict.state != "refused":
+            tally = verdict.tally
+            state = tally.state
+            checked.append(f"{tally.text()}, against {gate.baseline.path.name}")
     if history_fail:
         checked.append("no new slowdown in the saved runs' history")
     if not reasons and not checked:
         return None
-    return SessionVerdict(tuple(reasons), tuple(checked), verdict.width)
+    usage = verdict.state == "refused"
+    return SessionVerdict(tuple(reasons), tuple(checked), verdict.width, state, usage)
 
 
 def mark_final_line(reporter: pytest.TerminalReporter, verdict: SessionVerdict) -> None:

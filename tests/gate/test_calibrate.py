@@ -201,6 +201,13 @@ def test_calibrate_prints_and_writes_the_figures(saved, tmp_path):
     assert data["slowdown"] == pytest.approx(0.3)
     assert data["checks"][0]["check"] == "cold_start.p50:10%"
     assert 0 <= data["false_alarm_rate"] < 0.05 < data["power"]
+    # issue 42: the rounds each substrate needs to see each threshold, from its own noise
+    [need] = data["rounds_needed"]
+    assert need["check"] == "cold_start.p50:10%" and need["cv"] > 0 and need["rounds"] >= 2
+    assert (
+        f"  {need['substrate']} cold_start.p50:10%: noise CV {need['cv']:.0%}, "
+        f"{need['rounds']} rounds"
+    ) in out.splitlines()
     again = cli(
         "calibrate", str(saved), "--fail", "cold_start.p50:10%", "--slowdown", "30%",
         "--comparisons", "500",

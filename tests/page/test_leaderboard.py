@@ -3,6 +3,7 @@ marked per column, and each figure's change marked as the gate judged it."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from support.reports import report, rollout, rollouts
@@ -94,3 +95,35 @@ def test_figures_that_show_alike_get_the_same_mark() -> None:
         marks = re.findall(rf'data-label="{re.escape(column)}"( class="\w+")?>([^<]*)', page)
         assert marks[0] == marks[1] and marks[0][0] == ' class="best"', (column, marks)
         assert marks[2][0] == ' class="worst"', (column, marks)
+
+
+def _two_tests(factor_x: float) -> Report:
+    from support.reports import COLD
+
+    from pytest_rollout_tax.core.record import Rollout
+
+    x = rollouts("local", COLD, factor_x)
+    y = [Rollout(**{**r.__dict__, "test": r.test.replace("test_x", "test_y")})
+         for r in rollouts("local", COLD)]  # fmt: skip
+    return report(x + y)
+
+
+def test_the_verdict_box_names_the_tests_and_is_never_green_for_what_it_could_not_judge():
+    """Issue 42, finding 5: "Gate passed" in green beside a +209 % that no test was named for."""
+    from pytest_rollout_tax.gate.checks import Check
+    from pytest_rollout_tax.gate.compare import compare_reports
+
+    failed = compare_reports(_two_tests(1), _two_tests(10), [Check.parse("cold_start.p50:15%")])
+    text, status = leaderboard.verdict_line(failed.outcomes)
+    assert status == "failed" and "(in t.py::test_x)" in text
+    assert text.startswith("Gate failed: 1 of 1 check(s) found a credible slowdown")
+    skipped = compare_reports(_two_tests(1), _two_tests(1), [Check.parse("action.p50:5%"),
+                              Check.parse("cold_start.p50:15%")])  # fmt: skip
+    judged = [o for o in skipped.outcomes if o.check.metric == "cold_start"]
+    unjudged = [dataclasses.replace(o, status="skipped", why="no action") for o in judged]
+    assert leaderboard.verdict_line(judged)[1] == "passed"
+    assert leaderboard.verdict_line([*judged, *unjudged])[1] == "partial"
+    assert leaderboard.verdict_line(unjudged) == (
+        "Gate not applicable: 1 not judged (no figures on both sides): local cold_start.p50.",
+        "unjudged",
+    )

@@ -24,15 +24,31 @@ def test_gate_without_options_does_nothing(tmp_path) -> None:
     assert not (tmp_path / "store").exists()
 
 
-def test_gate_missing_baseline_warns(tmp_path) -> None:
-    named = gate(tmp_path, compare="main", fail=["cold_start.p95:15%"])
+def test_a_missing_baseline_under_checks_is_an_error_naming_what_exists(tmp_path) -> None:
+    """Issue 42, finding 3: a mistyped baseline kept CI green forever. Under checks it is one
+    line naming the saved runs there are, unless --rollout-compare-missing=pass."""
+    store = tmp_path / "store"
+    storage.Storage.at(str(store)).save("main", report(rollouts("local", COLD)))
+    with pytest.raises(ConfigError) as caught:
+        gate(tmp_path, compare="mian", fail=["cold_start.p95:15%"])
+    assert str(caught.value) == (
+        f"rollout-tax: --rollout-compare='mian' under --rollout-compare-fail: no baseline "
+        f"'mian' in {store}/ (saved runs there: main); save one with --rollout-save=NAME, or "
+        "--rollout-compare-missing=pass for a first run"
+    )
+    with pytest.raises(ValueError, match="--rollout-compare-missing='maybe': expected fail"):
+        gate(tmp_path, compare="mian", fail=["cold_start.p95:15%"], missing="maybe")
+
+
+def test_gate_missing_baseline_warns_when_allowed(tmp_path) -> None:
+    named = gate(tmp_path, compare="main", fail=["cold_start.p95:15%"], missing="pass")
     assert named.baseline is None
     verdict = named.judge(report(rollouts("local", COLD)))
     store = tmp_path / "store"
     assert unwrapped(verdict.lines) == [
         f"rollout-tax: no baseline 'main' in {store}/: nothing to compare (this run is not failed)"
     ]
-    assert not verdict.failed
+    assert not verdict.failed and verdict.state == "no baseline"
     newest = gate(tmp_path, compare="").judge(report(rollouts("local", COLD)))
     assert unwrapped(newest.lines) == [
         f"rollout-tax: no saved run in {store}/: nothing to compare (this run is not failed)"
