@@ -25,6 +25,7 @@ from ..outputs.bridges import ReportBridges
 from ..substrates.registry import Registry
 from . import hookspecs, xdist
 from .gating import gate_of
+from .identity import identity_of
 from .marker import Trajectory
 from .order import interleave
 from .presence import OptionYield, asked
@@ -301,7 +302,7 @@ class RolloutTaxPlugin:
     def _begin_rollout(self, request: pytest.FixtureRequest, target: Target) -> Rollout:
         """A new record for this test's rollout, finished by its teardown report."""
         rollout = Rollout(
-            test=request.node.nodeid,
+            test=identity_of(request.node),
             substrate=target.substrate,
             round=target.round,
             planned_steps=target.trajectory.steps,

@@ -10,6 +10,7 @@ import pytest
 from ..core.record import UNBOUND, Rollout, rollout_param, workload_of
 from ..core.sandbox import Sandbox
 from ..errors import CredentialsMissing, RolloutTaxError, SandboxUnbound, reason_of
+from .identity import identity_of
 from .marker import Trajectory
 from .order import Slot
 
@@ -44,7 +45,8 @@ def slot(item: pytest.Item) -> Slot | None:
     target = target_of(item)
     if target is None:
         return None
-    return target.round, workload_of(item.nodeid, target.substrate, target.round), target.substrate
+    workload = workload_of(identity_of(item), target.substrate, target.round)
+    return target.round, workload, target.substrate
 
 
 def close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:
