@@ -30,6 +30,7 @@ from .marker import Trajectory
 from .order import interleave
 from .presence import OptionYield, asked
 from .progress import ColdStartProgress, TerminalLine
+from .redaction import redact_report
 from .replay_files import ReplayCollection, ReplayFile
 from .rollouts import (
     TARGET_PARAM,
@@ -327,6 +328,8 @@ class RolloutTaxPlugin:
         rollout = item.stash.get(rollout_key, None)
         if rollout is None:
             return
+        if self.settings.redact:
+            redact_report(self.config, report, rollout)
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
         own = rollout.outcome in (RATE_LIMITED, UNBOUND)  # whatever pytest calls it
