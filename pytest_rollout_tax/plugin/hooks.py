@@ -44,7 +44,15 @@ from .rollouts import (
     target_of,
 )
 from .session import RolloutTaxSession
-from .settings import OPTIONS, Settings, add_options, dests, ini_defaults, ini_name
+from .settings import (
+    OPTIONS,
+    Settings,
+    add_options,
+    check_replay_path,
+    dests,
+    ini_defaults,
+    ini_name,
+)
 from .signals import SigtermChain
 from .verdict import FinalLine
 
@@ -78,10 +86,17 @@ def pytest_plugin_registered(plugin_name: str) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """A replay alone (``--rollout-replay`` and no test paths) is only a replay: the conftests
-    under ``testpaths`` are not loaded, as no test there is collected."""
+    under ``testpaths`` are not loaded, as no test there is collected. A path that is no
+    replay is a usage error here, before pytest would load the conftests of the invocation
+    directory and its ``test*`` folders in its place."""
     namespace = early_config.known_args_namespace
     replayed = getattr(namespace, ini_name("--rollout-replay"), None)
     if replayed and not namespace.file_or_dir:
+        for path in replayed:
+            try:
+                check_replay_path(Path(path))
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         namespace.file_or_dir = list(replayed)
 
 

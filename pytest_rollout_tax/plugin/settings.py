@@ -229,7 +229,7 @@ class Settings:
             scale = dataclasses.replace(scale, rank_by=by)
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
-                _check_replay_path(path)
+                check_replay_path(path)
             replay_mode = str(option(config, "--rollout-replay-mode"))
             if replay_mode not in MODES:
                 raise ValueError(
@@ -279,7 +279,7 @@ def _scale(text: str | None, think_time_s: float | None) -> Scale:
     return Scale.asked(projected, think_time_s)
 
 
-def _check_replay_path(path: Path) -> None:
+def check_replay_path(path: Path) -> None:
     """A trajectory file, or a directory holding one; else a ValueError naming the problem."""
     where = f"--rollout-replay={path}"
     if not path.exists():

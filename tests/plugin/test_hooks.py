@@ -673,3 +673,17 @@ def test_a_bad_json_steps_choice_is_a_usage_error(suite):
     result = suite.runpytest("--rollout-json-steps=some")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rollout-json-steps='some': expected all or none*"])
+
+
+def test_a_mistyped_replay_path_is_one_usage_line_without_importing_conftests(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 47, finding 2: no test paths and a replay path that does not exist made pytest
+    load the conftests of the invocation directory's ``test*`` folders (``testpaths``)."""
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "conftest.py").write_text("import no_such_module_xyz\n")
+    result = pytester.runpytest_subprocess("--rollout-replay=example_trajectorys")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines + result.outlines if line.strip()]
+    assert errors == ["ERROR: --rollout-replay=example_trajectorys: no such file or directory"]
