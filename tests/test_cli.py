@@ -474,3 +474,10 @@ def test_compare_fits_columns(runs: Path, monkeypatch: pytest.MonkeyPatch, colum
     assert max(len(line) for line in lines) <= columns, out
     assert compare.heading("rollout tax regression", columns) in lines
     assert sum(line.startswith("FAILED local ") for line in lines) == 3
+
+
+def test_merge_help_promises_no_exit_status_of_an_option_it_lacks(capsys):
+    """Issue 47, finding 12: ``merge --help`` said "1 a --fail check found a regression"."""
+    main(["merge", "--help"])
+    out = capsys.readouterr().out
+    assert "--fail" not in out and "exit status: 0 merged; 4 bad input or a refused merge" in out
