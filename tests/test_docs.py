@@ -171,3 +171,35 @@ def test_slug_matches_github():
         "gating---rollout-compare-fail-metricstatthreshold"
     )
     assert slug("A rollout, phase by phase") == "a-rollout-phase-by-phase"
+
+
+#: Figures the docs state in more than one place (issue 47, finding 10): each claim, and where
+#: it is written (file, pattern whose group is the figure). A claim must read the same
+#: everywhere it is written, and be written at least twice for this to check anything.
+REPEATED_FIGURES = {
+    "the example trajectory's spread without think time": [
+        ("docs/replay.md", r"Without think time the spread is (\d+\.\d+)x"),
+        ("docs/replay.md", r"--rollout-think-time=0\n\.\.\.\n.*?worker-hours (\d+\.\d+)x \(docker"),
+        ("README.md", r"(\d+\.\d+)x without"),
+    ],
+    "the example trajectory's spread with its recorded think time": [
+        ("docs/replay.md", r"falls to about 1x \((\d+\.\d+)x\)"),
+        ("docs/replay.md", r"worker-hours (\d+\.\d+)x \(docker vs\s+local\) at 3\.19s"),
+        ("README.md", r"spread\s+between local and docker is (\d+\.\d+)x with"),
+    ],
+    "local-session's step against local's, the latest run": [
+        ("docs/substrates/transports.md", r"(\d+\.\d+)x(?: `local`)? at a load of \d+ on 2 cores"),
+        ("docs/performance.md", r"local-session (\d+\.\d+)x local's in the latest run"),
+    ],
+}
+
+
+@pytest.mark.parametrize("claim", REPEATED_FIGURES)
+def test_a_figure_written_in_two_places_reads_the_same_in_both(claim: str) -> None:
+    found = [
+        (name, value)
+        for name, pattern in REPEATED_FIGURES[claim]
+        for value in re.findall(pattern, (ROOT / name).read_text(), re.DOTALL)
+    ]
+    assert len(found) >= 2, f"{claim}: written in fewer than two places: {found}"
+    assert len({value for _, value in found}) == 1, f"{claim}: {found}"
