@@ -203,3 +203,22 @@ def test_a_figure_written_in_two_places_reads_the_same_in_both(claim: str) -> No
     ]
     assert len(found) >= 2, f"{claim}: written in fewer than two places: {found}"
     assert len({value for _, value in found}) == 1, f"{claim}: {found}"
+
+
+def test_a_documented_stand_in_command_installs_what_it_imports():
+    """Issue 47, finding 12: ``python -m support.e2b_server`` needs aiohttp, which only the
+    ``dev`` extra installs: each block that runs a stand-in installs that extra first."""
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("aiohttp") for req in dev["dev"])
+    blocks = [
+        block
+        for page in (ROOT / "docs").rglob("*.md")
+        for block in re.findall(r"```\w*\n(.*?)```", page.read_text(), re.DOTALL)
+        if "python -m support." in block
+    ]
+    assert len(blocks) >= 3
+    for block in blocks:
+        before = block[: block.index("python -m support.")]
+        assert "pip install -e '.[dev]'" in before, block
