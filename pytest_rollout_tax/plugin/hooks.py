@@ -34,6 +34,7 @@ from .redaction import redact_report
 from .replay_files import ReplayCollection, ReplayFile
 from .rollouts import (
     TARGET_PARAM,
+    SaidOnce,
     Target,
     close_quietly,
     failure_reason,
@@ -189,6 +190,7 @@ class RolloutTaxPlugin:
         self.replay_collection = ReplayCollection(self.config, self.settings, self.marker_errors)
         #: SIGTERM as an interrupt, while the plugin is active (see :meth:`_active`).
         self.sigterm = SigtermChain()
+        self.said = SaidOnce()
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
@@ -270,7 +272,9 @@ class RolloutTaxPlugin:
             error = exc
         if "sandbox" in request.fixturenames and not isinstance(error, CredentialsMissing):
             self._begin_rollout(request, _rollout_target).fail(failure_reason(error))
-        skip_or_fail(error)
+        skip_or_fail(
+            error, self.said.message(error, _rollout_target.substrate, request.node.nodeid)
+        )
 
     @pytest.fixture
     def sandbox(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Iterator[Sandbox]:
@@ -306,7 +310,7 @@ class RolloutTaxPlugin:
                 pytest.skip(str(error).splitlines()[0])
             else:
                 start_failed(rollout, error)
-            skip_or_fail(error)
+            skip_or_fail(error, self.said.message(error, target.substrate, request.node.nodeid))
         try:
             yield sandbox
         finally:

@@ -687,3 +687,22 @@ def test_a_mistyped_replay_path_is_one_usage_line_without_importing_conftests(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.errlines + result.outlines if line.strip()]
     assert errors == ["ERROR: --rollout-replay=example_trajectorys: no such file or directory"]
+
+
+def test_a_missing_image_is_said_once_in_pytests_sections(pytester: pytest.Pytester) -> None:
+    """Issue 47, finding 4: one cause (a missing image) was said at each rollout's setup
+    error; now in full at the first, and each later one refers to it in a short line."""
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.trajectory(rounds=4)\n"
+        "def test_x(sandbox):\n    sandbox.exec('true')\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--substrate=docker", "--substrate-opt=docker.image=rollout-tax/absent:never",
+        "--rollout-probes=0", "-p", "xdist", "-p", "no:randomly",
+    )  # fmt: skip
+    out = result.stdout.str()
+    pytests = out[: out.index("= rollout tax =")]
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert pytests.count("image rollout-tax/absent:never is missing") == 1, pytests
+    assert pytests.count("docker: unavailable, for the reason given at test_") == 3, pytests
+    assert "4x SubstrateUnavailable" in out  # the summary still counts every rollout
