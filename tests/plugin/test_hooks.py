@@ -340,7 +340,7 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),
         "@pytest.mark.trajectory(substrates=['dokcer']) in test_typo.py::test_a: unknown "
-        f"substrate 'dokcer'; known substrates: {known}",
+        f"substrate 'dokcer' (did you mean 'docker'?); known substrates: {known}",
         "@pytest.mark.trajectory(timeout=nan) in test_typo.py::TestB::test_b: expected a "
         "positive finite number of seconds",
     )
