@@ -205,7 +205,9 @@ def build_parser() -> Parser:
         "samples; bursts aligned by epoch time. Refused (exit 4): a rollout in two reports, "
         "different workloads, different projection settings (unless --force). See "
         "docs/scale-out.md.",
-        epilog=EPILOG,
+        epilog=f"exit status: {compare.EXIT_OK} merged; {compare.EXIT_USAGE} bad input or a "
+        "refused merge (unreadable or invalid file, a rollout twice, different workloads or "
+        "projection settings).",
     )
     mrg.add_argument("runs", nargs="+", metavar="RUN", help="a shard's run: a NAME or a PATH")
     mrg.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report")

@@ -6,6 +6,7 @@ Each message is meant for the user. An error that is also a builtin kind (a ``Va
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 
@@ -150,3 +151,10 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 6:
             text = text.replace(secret, "[REDACTED]")
     return text
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'docker'?)`` for the closest of ``choices`` to a mistyped ``name``, or
+    nothing when none is close."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

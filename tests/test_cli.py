@@ -515,3 +515,10 @@ def test_project_a_training_step_and_keep_it_when_reprojecting(runs: Path, tmp_p
 )
 def test_project_a_bad_training_value_is_one_usage_line(runs: Path, value: str, message) -> None:
     assert_one_line_error(*cli("project", "base", "--train", value), message)
+
+
+def test_merge_help_promises_no_exit_status_of_an_option_it_lacks(capsys):
+    """Issue 47, finding 12: ``merge --help`` said "1 a --fail check found a regression"."""
+    main(["merge", "--help"])
+    out = capsys.readouterr().out
+    assert "--fail" not in out and "exit status: 0 merged; 4 bad input or a refused merge" in out

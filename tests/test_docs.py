@@ -183,3 +183,54 @@ def test_every_plugin_option_is_in_the_readme_with_its_ini_twin():
         assert f"`{flag}" in readme, flag
         if flag.startswith("--rollout-"):
             assert f"`{ini}`" in readme, ini
+
+
+#: Figures the docs state in more than one place (issue 47, finding 10): each claim, and where
+#: it is written (file, pattern whose group is the figure). A claim must read the same
+#: everywhere it is written, and be written at least twice for this to check anything.
+REPEATED_FIGURES = {
+    "the example trajectory's spread without think time": [
+        ("docs/replay.md", r"Without think time the spread is (\d+\.\d+)x"),
+        ("docs/replay.md", r"--rollout-think-time=0\n\.\.\.\n.*?worker-hours (\d+\.\d+)x \(docker"),
+        ("README.md", r"(\d+\.\d+)x without"),
+    ],
+    "the example trajectory's spread with its recorded think time": [
+        ("docs/replay.md", r"falls to about 1x \((\d+\.\d+)x\)"),
+        ("docs/replay.md", r"worker-hours (\d+\.\d+)x \(docker vs\s+local\) at 3\.19s"),
+        ("README.md", r"spread\s+between local and docker is (\d+\.\d+)x with"),
+    ],
+    "local-session's step against local's, the latest run": [
+        ("docs/substrates/transports.md", r"(\d+\.\d+)x(?: `local`)? at a load of \d+ on 2 cores"),
+        ("docs/performance.md", r"local-session (\d+\.\d+)x local's in the latest run"),
+    ],
+}
+
+
+@pytest.mark.parametrize("claim", REPEATED_FIGURES)
+def test_a_figure_written_in_two_places_reads_the_same_in_both(claim: str) -> None:
+    found = [
+        (name, value)
+        for name, pattern in REPEATED_FIGURES[claim]
+        for value in re.findall(pattern, (ROOT / name).read_text(), re.DOTALL)
+    ]
+    assert len(found) >= 2, f"{claim}: written in fewer than two places: {found}"
+    assert len({value for _, value in found}) == 1, f"{claim}: {found}"
+
+
+def test_a_documented_stand_in_command_installs_what_it_imports():
+    """Issue 47, finding 12: ``python -m support.e2b_server`` needs aiohttp, which only the
+    ``dev`` extra installs: each block that runs a stand-in installs that extra first."""
+    import tomllib
+
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(req.startswith("aiohttp") for req in dev["dev"])
+    blocks = [
+        block
+        for page in (ROOT / "docs").rglob("*.md")
+        for block in re.findall(r"```\w*\n(.*?)```", page.read_text(), re.DOTALL)
+        if "python -m support." in block
+    ]
+    assert len(blocks) >= 3
+    for block in blocks:
+        before = block[: block.index("python -m support.")]
+        assert "pip install -e '.[dev]'" in before, block

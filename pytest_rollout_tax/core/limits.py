@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,48 @@ def file_number(text: str) -> int | float:
             f"number {shown}: expected a finite number from {bound}", text, 0
         )
     return value
+
+
+class _Beyond(str):
+    """A file's number past its bound, kept as its text until :func:`loads` names its field."""
+
+
+def _number(text: str) -> Any:
+    try:
+        return file_number(text)
+    except json.JSONDecodeError:
+        return _Beyond(text)
+
+
+def loads(text: str, **kwargs: Any) -> Any:
+    """``json.loads`` of a file whose numbers are checked by :func:`file_number`; one past its
+    bound is a JSONDecodeError naming its field (``steps[3].think_s``,
+    ``projection.rollouts``)."""
+    data = json.loads(text, parse_int=_number, parse_float=_number, **kwargs)
+    found = _beyond(data, "")
+    if found is not None:
+        where, value = found
+        try:
+            file_number(value)
+        except json.JSONDecodeError as exc:
+            raise json.JSONDecodeError(f"{where or 'the document'}: {exc.msg}", text, 0) from None
+    return data
+
+
+def _beyond(value: Any, path: str) -> tuple[str, str] | None:
+    """The first number past its bound in ``value``: its path and its text."""
+    if isinstance(value, _Beyond):
+        return path, str(value)
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(value))
+    else:
+        return None
+    for where, item in items:
+        if (found := _beyond(item, where)) is not None:
+            return found
+    return None
 
 
 def check(name: str, value: float, where: str) -> float:

@@ -10,7 +10,6 @@ A saved run is a whole ``rollout-tax/2`` report, with its raw ``rollouts[]`` sam
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import uuid
@@ -18,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import limits
 from ..core.files import write_json
-from ..core.limits import file_number
 from ..core.paths import regular_file
 from ..core.writable import check_writable_directory
 from ..errors import NoSavedRun, NotRegularFileError, SavedRunError
@@ -208,9 +207,7 @@ def load(path: str | os.PathLike[str]) -> SavedRun:
     except OSError as exc:
         raise SavedRunError(f"{path}: cannot read: {_reason(exc)}") from None
     try:
-        data = json.loads(
-            text, parse_constant=_reject_constant, parse_int=file_number, parse_float=file_number
-        )
+        data = limits.loads(text, parse_constant=_reject_constant)
     except ValueError as exc:
         raise SavedRunError(f"{path}: not valid JSON: {exc}") from None
     except RecursionError:

@@ -25,14 +25,17 @@ from ..outputs.bridges import ReportBridges
 from ..substrates.registry import Registry
 from . import hookspecs, xdist
 from .gating import gate_of
+from .identity import identity_of
 from .marker import Trajectory
 from .order import interleave
 from .output_paths import check_distinct
 from .presence import OptionYield, asked
 from .progress import ColdStartProgress, TerminalLine
+from .redaction import redact_report
 from .replay_files import ReplayCollection, ReplayFile
 from .rollouts import (
     TARGET_PARAM,
+    SaidOnce,
     Target,
     close_quietly,
     failure_reason,
@@ -43,7 +46,15 @@ from .rollouts import (
     target_of,
 )
 from .session import RolloutTaxSession
-from .settings import OPTIONS, Settings, add_options, dests, ini_defaults, ini_name
+from .settings import (
+    OPTIONS,
+    Settings,
+    add_options,
+    check_replay_path,
+    dests,
+    ini_defaults,
+    ini_name,
+)
 from .signals import SigtermChain
 from .verdict import FinalLine
 
@@ -75,10 +86,17 @@ def pytest_plugin_registered(plugin_name: str) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     """A replay alone (``--rollout-replay`` and no test paths) is only a replay: the conftests
-    under ``testpaths`` are not loaded, as no test there is collected."""
+    under ``testpaths`` are not loaded, as no test there is collected. A path that is no
+    replay is a usage error here, before pytest would load the conftests of the invocation
+    directory and its ``test*`` folders in its place."""
     namespace = early_config.known_args_namespace
     replayed = getattr(namespace, ini_name("--rollout-replay"), None)
     if replayed and not namespace.file_or_dir:
+        for path in replayed:
+            try:
+                check_replay_path(Path(path))
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
         namespace.file_or_dir = list(replayed)
 
 
@@ -174,6 +192,7 @@ class RolloutTaxPlugin:
         self.replay_collection = ReplayCollection(self.config, self.settings, self.marker_errors)
         #: SIGTERM as an interrupt, while the plugin is active (see :meth:`_active`).
         self.sigterm = SigtermChain()
+        self.said = SaidOnce()
 
     # -- collection, parametrization and fixtures ------------------------------------------
 
@@ -256,7 +275,9 @@ class RolloutTaxPlugin:
             error = exc
         if "sandbox" in request.fixturenames and not isinstance(error, CredentialsMissing):
             self._begin_rollout(request, _rollout_target).fail(failure_reason(error))
-        skip_or_fail(error)
+        skip_or_fail(
+            error, self.said.message(error, _rollout_target.substrate, request.node.nodeid)
+        )
 
     @pytest.fixture
     def sandbox(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Iterator[Sandbox]:
@@ -292,7 +313,7 @@ class RolloutTaxPlugin:
                 pytest.skip(str(error).splitlines()[0])
             else:
                 start_failed(rollout, error)
-            skip_or_fail(error)
+            skip_or_fail(error, self.said.message(error, target.substrate, request.node.nodeid))
         try:
             yield sandbox
         finally:
@@ -304,7 +325,7 @@ class RolloutTaxPlugin:
     def _begin_rollout(self, request: pytest.FixtureRequest, target: Target) -> Rollout:
         """A new record for this test's rollout, finished by its teardown report."""
         rollout = Rollout(
-            test=request.node.nodeid,
+            test=identity_of(request.node),
             substrate=target.substrate,
             round=target.round,
             planned_steps=target.trajectory.steps,
@@ -329,6 +350,8 @@ class RolloutTaxPlugin:
         rollout = item.stash.get(rollout_key, None)
         if rollout is None:
             return
+        if self.settings.redact:
+            redact_report(self.config, report, rollout)
         if report.failed and call.excinfo is not None:
             rollout.fail(failure_reason(call.excinfo.value))
         own = rollout.outcome in (RATE_LIMITED, UNBOUND)  # whatever pytest calls it

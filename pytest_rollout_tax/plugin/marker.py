@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from ..core import contract
 from ..core.substrate import Prepare
+from ..errors import did_you_mean
 
 MARK_NAME = "@pytest.mark.trajectory"
 #: The ceilings of ``steps`` (a trajectory length to project) and ``rounds`` (each a test item).
@@ -101,7 +102,8 @@ def _substrate_names(value: Any, at: str, known: Collection[str] | None) -> tupl
             "substrates",
             value,
             at,
-            f"unknown substrate{'s' if len(unknown) > 1 else ''} {listed}; "
+            f"unknown substrate{'s' if len(unknown) > 1 else ''} {listed}"
+            f"{did_you_mean(unknown[0], known or ())}; "
             f"known substrates: {', '.join(sorted(known or ()))}",
         )
     return names

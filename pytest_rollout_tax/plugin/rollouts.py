@@ -9,7 +9,14 @@ import pytest
 
 from ..core.record import UNBOUND, Rollout, rollout_param, workload_of
 from ..core.sandbox import Sandbox
-from ..errors import CredentialsMissing, RolloutTaxError, SandboxUnbound, reason_of
+from ..errors import (
+    CredentialsMissing,
+    RolloutTaxError,
+    SandboxUnbound,
+    SubstrateUnavailable,
+    reason_of,
+)
+from .identity import identity_of
 from .marker import Trajectory
 from .order import Slot
 
@@ -44,7 +51,8 @@ def slot(item: pytest.Item) -> Slot | None:
     target = target_of(item)
     if target is None:
         return None
-    return target.round, workload_of(item.nodeid, target.substrate, target.round), target.substrate
+    workload = workload_of(identity_of(item), target.substrate, target.round)
+    return target.round, workload, target.substrate
 
 
 def close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:
@@ -56,11 +64,31 @@ def close_quietly(sandbox: Sandbox) -> RolloutTaxError | None:
     return None
 
 
-def skip_or_fail(error: RolloutTaxError) -> NoReturn:
-    """Skip a rollout for missing credentials; fail it with a one-line reason otherwise."""
+def skip_or_fail(error: RolloutTaxError, message: str | None = None) -> NoReturn:
+    """Skip a rollout for missing credentials; fail it with a one-line reason otherwise
+    (``message``, else the error's)."""
     if isinstance(error, CredentialsMissing):
         pytest.skip(str(error))
-    pytest.fail(str(error), pytrace=False)
+    pytest.fail(message or str(error), pytrace=False)
+
+
+class SaidOnce:
+    """A substrate-wide cause (``SubstrateUnavailable``: a missing image, an unreachable
+    engine) in full at the first rollout it fails; each later rollout it fails refers to that
+    one in a short line, so one cause reads once, not once per rollout. The rollout's own
+    record keeps the whole reason, which the summary counts."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str], str] = {}
+
+    def message(self, error: RolloutTaxError, substrate: str, nodeid: str) -> str:
+        text = str(error)
+        if not isinstance(error, SubstrateUnavailable):
+            return text
+        first = self.first.setdefault((substrate, text), nodeid)
+        if first == nodeid:
+            return text
+        return f"{substrate}: unavailable, for the reason given at {first}"
 
 
 def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:

@@ -103,6 +103,10 @@ OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
      "fail the run when the run just saved starts a new change point (a slowdown) in the "
      "history of saved runs; the mainline gate (needs pytest-rollout-tax[history])",
      "bool", False),
+    ("--rollout-no-redact", {"action": "store_true", "default": None},
+     "keep the secrets of rollout tests (their env values, their substrate's credentials) in "
+     "pytest's own failure and captured-output sections, which are redacted by default; for "
+     "debugging on your own machine, never in a CI whose logs others read", "bool", False),
     ("--rollout-output-cap", {"metavar": "BYTES"},
      "bytes of each output stream (stdout, stderr) one step keeps, e.g. 67108864, 64m or 1g; "
      "past it, output is counted and discarded, and the result says it was truncated "
@@ -206,6 +210,8 @@ class Settings:
     history_fail: bool = False
     #: ``grouped`` or ``interleave``.
     order: str = "grouped"
+    #: Redact rollout tests' own pytest reports (off with ``--rollout-no-redact``).
+    redact: bool = True
     #: This run's shard (``--rollout-shard``), or None: the whole run.
     shard: Shard | None = None
     #: Epoch seconds to wait for before the first create (``--rollout-start-at``), or None.
@@ -245,7 +251,7 @@ class Settings:
                 train = TrainModel()
             replay_paths = tuple(Path(path) for path in option(config, "--rollout-replay"))
             for path in replay_paths:
-                _check_replay_path(path)
+                check_replay_path(path)
             replay_mode = str(option(config, "--rollout-replay-mode"))
             if replay_mode not in MODES:
                 raise ValueError(
@@ -290,6 +296,7 @@ class Settings:
             replay_strict=bool(option(config, "--rollout-replay-strict")),
             history_fail=history_fail,
             order=order,
+            redact=not option(config, "--rollout-no-redact"),
             shard=shard,
             start_at=start_at,
             output_cap=output_cap,
@@ -304,7 +311,7 @@ def _scale(text: str | None, think_time_s: float | None) -> Scale:
     return Scale.asked(projected, think_time_s)
 
 
-def _check_replay_path(path: Path) -> None:
+def check_replay_path(path: Path) -> None:
     """A trajectory file, or a directory holding one; else a ValueError naming the problem."""
     where = f"--rollout-replay={path}"
     if not path.exists():

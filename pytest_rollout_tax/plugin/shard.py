@@ -23,6 +23,7 @@ import pytest
 
 from ..report.machine import CLOCK_NOTE, Saturation
 from ..report.projection import Scale
+from .identity import identity_of
 
 #: A start further ahead than this is taken for a mistake (a wrong date or unit).
 MAX_WAIT_S = 24 * 3600
@@ -105,7 +106,7 @@ def fingerprint_of(items: list[pytest.Item], version: str) -> dict[str, Any]:
         marker = item.get_closest_marker("trajectory")
         arguments = [list(marker.args), marker.kwargs] if marker else None
         text = json.dumps(arguments, sort_keys=True, default=stable_name)
-        lines.append(f"{item.nodeid}\t{text}\n")
+        lines.append(f"{identity_of(item)}\t{text}\n")
     for line in sorted(lines):
         digest.update(line.encode())
     return {"fingerprint": f"sha256:{digest.hexdigest()}", "items": len(items)}
@@ -161,10 +162,11 @@ class Client:
 
     def _key(self, item: pytest.Item) -> tuple[str, int, str]:
         slot = self.slot(item)
+        name = identity_of(item)
         if slot is None:
-            return item.nodeid, 0, item.nodeid
+            return name, 0, name
         round_, workload, substrate = slot
-        return f"{workload}\t{substrate}", round_, item.nodeid
+        return f"{workload}\t{substrate}", round_, name
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

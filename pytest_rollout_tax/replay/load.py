@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..core.limits import file_number
+from ..core import limits
 from ..core.paths import regular_file
 from ..errors import NotRegularFileError
 from . import (
@@ -136,7 +136,7 @@ def rows(path: Path) -> list[Row]:
     if not text.strip():
         raise not_a_trajectory(f"{path}:1", "empty file; expected a trajectory")
     try:
-        document = json.loads(text, parse_int=file_number, parse_float=file_number)
+        document = limits.loads(text)
     except json.JSONDecodeError as exc:
         return _jsonl(path, text, exc)
     except RecursionError:
@@ -154,7 +154,7 @@ def _jsonl(path: Path, text: str, error: json.JSONDecodeError) -> list[Row]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line, parse_int=file_number, parse_float=file_number)
+            value = limits.loads(line)
             found.append(Row(f"{path}:{number}", value, len(found) + 1, f"line {number}"))
         except (json.JSONDecodeError, RecursionError) as exc:
             if not found:  # not JSONL: one document, broken where the parser says

@@ -192,13 +192,19 @@ def for_saving(report: Report) -> Report:
 
 def resolve_steps(scale: Scale, rows: list[Row]) -> Scale:
     """``scale`` with its steps fixed: when unset, the mean declared (or observed) length; when
-    not given, the replays' mean recorded length if every rollout replayed a trajectory.
+    not given, the replays' mean recorded length if every rollout replayed a trajectory, or the
+    markers' mean ``steps`` if every rollout's marker declared them.
 
     Rollouts whose sandbox never started made no steps and say nothing about the length; a
     replay's recorded length is known whether or not its sandbox started.
     """
     replays = [r.fields["replay"]["recorded_steps"] for r in rows if r.fields.get("replay")]
     scale = scale.with_replay_steps(replays, len(rows) - len(replays))
+    declared = [r.fields["planned_steps"] for r in rows]
+    if scale.steps_source == "default" and rows and not replays and None not in declared:
+        # no option set the steps, and every rollout's marker declared the length it stands for
+        steps = max(1, round(sum(declared) / len(declared)))
+        return dataclasses.replace(scale, steps=steps, steps_source="workloads")
     if scale.steps is not None:
         return scale
     lengths = [

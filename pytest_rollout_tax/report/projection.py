@@ -23,7 +23,8 @@ ThinkSource = Literal["option", "recorded", "live", "none"]
 #: Where a projection's steps per rollout come from: ``--rollout-project NxS``; not given, so
 #: the default 150 (``default``), or the replays' mean recorded length when every rollout
 #: replayed a trajectory (``replays``), or the default in a run that mixes replays with other
-#: workloads (``mixed``); ``--rollout-project N`` alone, the workloads' mean (``workloads``).
+#: workloads (``mixed``); ``--rollout-project N`` alone, or no option and every rollout's
+#: marker declaring ``steps``, the workloads' mean (``workloads``).
 StepsSource = Literal["option", "default", "replays", "mixed", "workloads"]
 #: The steps per rollout when nothing sets them (the paper's ~150 tool calls).
 DEFAULT_STEPS = 150

@@ -9,7 +9,7 @@ from typing import Any
 import pluggy
 
 from ..core.substrate import Substrate
-from ..errors import ConfigError, ExtraMissing, SubstrateUnavailable
+from ..errors import ConfigError, ExtraMissing, SubstrateUnavailable, did_you_mean
 from . import builtin, hookspecs
 
 
@@ -47,7 +47,8 @@ class Registry:
         """The Substrate class registered as ``name``."""
         if name not in self._entries:
             raise ConfigError(
-                f"unknown substrate {name!r}; available substrates: {', '.join(self.names())}"
+                f"unknown substrate {name!r}{did_you_mean(name, self.names())}; available "
+                f"substrates: {', '.join(self.names())}"
             )
         entry = self._entries[name]
         if isinstance(entry, str):

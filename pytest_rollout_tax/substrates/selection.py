@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, did_you_mean
 
 PYPROJECT_TABLE = ("tool", "rollout-tax", "substrates")
 #: The substrate every other one is compared against; no table may make it another kind.
@@ -146,14 +146,16 @@ def resolve(
     for name in names:
         if name not in available:
             raise ConfigError(
-                f"unknown substrate {name!r}; available substrates: {', '.join(available)}"
+                f"unknown substrate {name!r}{did_you_mean(name, available)}; available "
+                f"substrates: {', '.join(available)}"
             )
     cli: dict[str, dict[str, str]] = {}
     for text in substrate_opts:
         name, key, value = parse_substrate_opt(text)
         if name not in available:
             raise ConfigError(
-                f"substrate option {text!r}: unknown substrate {name!r}; "
+                f"substrate option {text!r}: unknown substrate {name!r}"
+                f"{did_you_mean(name, available)}; "
                 f"available: {', '.join(available)}"
             )
         cli.setdefault(name, {})[key] = value

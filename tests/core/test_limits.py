@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_rollout_tax.core import limits
 from pytest_rollout_tax.core.limits import LIMITS, file_number
 from pytest_rollout_tax.errors import SavedRunError, TrajectoryError
 from pytest_rollout_tax.gate.storage import load as load_run
@@ -97,3 +98,29 @@ def test_the_modules_own_ceilings_are_the_tables():
         "rounds": LIMITS["marker rounds"].high,
     } == marker.MAX_COUNTS
     assert LIMITS["recorded seconds"].high == MAX_SECONDS
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ('{"projection": {"rollouts": 1e30}}', "projection.rollouts"),
+        ('{"steps": [{"command": "true"}, {"think_s": 1e400}]}', "steps[1].think_s"),
+        ("[1, -99999999999999999999]", "[1]"),
+    ],
+)
+def test_a_file_number_past_its_bound_names_its_field(text: str, field: str) -> None:
+    """Issue 47, finding 12: the refusal named the number, not where it was."""
+    with pytest.raises(json.JSONDecodeError, match=rf"^{re.escape(field)}: number \S+: expected"):
+        limits.loads(text)
+    assert limits.loads('{"a": [1, 2.5]}') == {"a": [1, 2.5]}
+
+
+def test_a_saved_run_and_a_trajectory_name_the_field(tmp_path) -> None:
+    saved = tmp_path / "run.json"
+    saved.write_text('{"projection": {"rollouts": 1e30}}')
+    with pytest.raises(SavedRunError, match=r"projection\.rollouts: number 1e30"):
+        load_run(saved)
+    trajectory = tmp_path / "t.traj.json"
+    trajectory.write_text('{"format": "rollout-tax", "steps": [{"think_s": 1e400}]}')
+    with pytest.raises(TrajectoryError, match=r"steps\[0\]\.think_s: number 1e400"):
+        load_trajectories(trajectory)

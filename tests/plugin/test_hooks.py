@@ -340,7 +340,7 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),
         "@pytest.mark.trajectory(substrates=['dokcer']) in test_typo.py::test_a: unknown "
-        f"substrate 'dokcer'; known substrates: {known}",
+        f"substrate 'dokcer' (did you mean 'docker'?); known substrates: {known}",
         "@pytest.mark.trajectory(timeout=nan) in test_typo.py::TestB::test_b: expected a "
         "positive finite number of seconds",
     )
@@ -673,3 +673,36 @@ def test_a_bad_json_steps_choice_is_a_usage_error(suite):
     result = suite.runpytest("--rollout-json-steps=some")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rollout-json-steps='some': expected all or none*"])
+
+
+def test_a_mistyped_replay_path_is_one_usage_line_without_importing_conftests(
+    pytester: pytest.Pytester,
+) -> None:
+    """Issue 47, finding 2: no test paths and a replay path that does not exist made pytest
+    load the conftests of the invocation directory's ``test*`` folders (``testpaths``)."""
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\ntestpaths = ["tests"]\n')
+    pytester.mkdir("tests")
+    (pytester.path / "tests" / "conftest.py").write_text("import no_such_module_xyz\n")
+    result = pytester.runpytest_subprocess("--rollout-replay=example_trajectorys")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.errlines + result.outlines if line.strip()]
+    assert errors == ["ERROR: --rollout-replay=example_trajectorys: no such file or directory"]
+
+
+def test_a_missing_image_is_said_once_in_pytests_sections(pytester: pytest.Pytester) -> None:
+    """Issue 47, finding 4: one cause (a missing image) was said at each rollout's setup
+    error; now in full at the first, and each later one refers to it in a short line."""
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.trajectory(rounds=4)\n"
+        "def test_x(sandbox):\n    sandbox.exec('true')\n"
+    )
+    result = pytester.runpytest_subprocess(
+        "--substrate=docker", "--substrate-opt=docker.image=rollout-tax/absent:never",
+        "--rollout-probes=0", "-p", "xdist", "-p", "no:randomly",
+    )  # fmt: skip
+    out = result.stdout.str()
+    pytests = out[: out.index("= rollout tax =")]
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, out
+    assert pytests.count("image rollout-tax/absent:never is missing") == 1, pytests
+    assert pytests.count("docker: unavailable, for the reason given at test_") == 3, pytests
+    assert "4x SubstrateUnavailable" in out  # the summary still counts every rollout

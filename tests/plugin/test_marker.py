@@ -20,7 +20,10 @@ def test_trajectory_keeps_a_positive_finite_timeout(timeout):
 
 def test_substrates_are_checked_against_the_known_names():
     mark = pytest.mark.trajectory(substrates=["local", "dokcer"]).mark
-    with pytest.raises(ValueError, match=r"unknown substrate 'dokcer'; known substrates: docker"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown substrate 'dokcer' \(did you mean 'docker'\?\); known substrates: docker",
+    ):
         Trajectory.from_marker(mark, "t.py::test_x", known=["docker", "local"])
     assert Trajectory.from_marker(mark, "t.py::test_x").substrates == ("local", "dokcer")
 

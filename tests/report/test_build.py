@@ -98,6 +98,18 @@ def test_steps_come_from_the_markers_when_the_scale_leaves_them_open():
     assert data.projection.steps == 100
 
 
+def test_without_an_option_the_markers_steps_replace_the_default():
+    """Issue 47, finding 9: the marker's ``steps=`` is the length the test stands for, so the
+    default 150 gives way to it when every rollout declared it; a mix keeps the default."""
+    declared = [rollout("local", 0.1, planned=20), rollout("local", 0.1, planned=40)]
+    data = report(declared, Scale.asked())
+    assert (data.projection.steps, data.projection.steps_source) == (30, "workloads")
+    mixed = report([*declared, rollout("local", 0.1, steps=5)], Scale.asked())
+    assert (mixed.projection.steps, mixed.projection.steps_source) == (150, "default")
+    given = report(declared, Scale.asked((1000, 90)))
+    assert given.projection.steps == 90
+
+
 def test_rollouts_that_never_started_do_not_shorten_the_projected_length():
     data = report(
         [rollout("local", 0.1, steps=100), rollout("broken", None, outcome="error", error="x")],

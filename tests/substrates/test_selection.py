@@ -158,3 +158,15 @@ def test_a_users_block_overrides_a_built_in_variants_keys(tmp_path):
     tables = variant_tables(tmp_path / "pyproject.toml")
     (spec,) = resolve(["docker-gvisor"], [], tables, BUILTINS)
     assert spec.options == {"runtime": "runsc-old", "platform": "systrap"}
+
+
+def test_a_mistyped_substrate_gets_a_did_you_mean():
+    """Issue 47, finding 12: the closest known name, on the command line and in an option."""
+    with pytest.raises(
+        ConfigError, match=r"unknown substrate 'dokcer' \(did you mean 'docker'\?\)"
+    ):
+        resolve(["dokcer"], [], {}, KNOWN)
+    with pytest.raises(ConfigError, match=r"'lcoal' \(did you mean 'local'\?\)"):
+        resolve(["local"], ["lcoal.image=x"], {}, KNOWN)
+    with pytest.raises(ConfigError, match=r"unknown substrate 'zzz'; available"):
+        resolve(["zzz"], [], {}, KNOWN)
