@@ -12,7 +12,7 @@ NAME = PACKAGE.name
 #: The wings, from the bottom up: each imports only those before it.
 WINGS = (
     "core", "text", "substrates", "fleet", "replay", "report", "train_logs", "recording", "gate",
-    "summary", "telemetry", "page", "integrations", "outputs", "plugin",
+    "summary", "telemetry", "page", "integrations", "outputs", "plugin", "cli",
 )  # fmt: skip
 #: The only wings that may import pytest.
 PYTEST_WINGS = ("plugin", "integrations", "outputs")
@@ -141,25 +141,43 @@ def test_an_output_is_one_module_the_plugin_never_names():
             assert "def pytest_addoption" in MODULES[name].read_text(), name
 
 
-def stash_reads(name: str) -> list[int]:
-    """The lines where module ``name`` touches a config's stash (``config.stash``, ``.stash``
-    of anything, or a ``StashKey``)."""
-    return sorted(
-        node.lineno
-        for node in ast.walk(ast.parse(MODULES[name].read_text()))
-        if (isinstance(node, ast.Attribute) and node.attr in ("stash", "StashKey"))
-        or (isinstance(node, ast.Name) and node.id == "StashKey")
-    )
+def stash_keys(name: str) -> tuple[set[str], set[str]]:
+    """The stash keys module ``name`` defines (``KEY = pytest.StashKey[...]()``) and those it
+    reads or writes (``config.stash[KEY]``, ``.stash.get(KEY)``, ``KEY in config.stash``)."""
+    tree = ast.parse(MODULES[name].read_text())
+
+    def is_stash(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "stash"
+
+    defined, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and "StashKey" in ast.unparse(node.value):
+            defined |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Subscript) and is_stash(node.value):
+            used.add(ast.unparse(node.slice))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if is_stash(node.func.value) and node.args:
+                used.add(ast.unparse(node.args[0]))
+        elif isinstance(node, ast.Compare) and any(map(is_stash, node.comparators)):
+            used.add(ast.unparse(node.left))
+    return defined, used
 
 
 def test_no_output_reads_the_config_stash():
     """An output is handed the session's outcome (outputs/outcome.py) and hands back its
-    result: nothing reaches it, or leaves it, through pytest's config stash."""
+    result: nothing reaches it, or leaves it, through pytest's config stash. An output may keep
+    its own state there between its hooks (an exporter's URL checked at configure time), under
+    keys of its own that no other module names."""
     outputs = [n for n in MODULES if wing(n) == "outputs"]
     assert f"{NAME}.outputs.html_page" in outputs
-    readers = {n: lines for n in outputs if (lines := stash_reads(n))}
-    assert not readers, readers
-    assert stash_reads(f"{NAME}.plugin.rollouts"), "the walker sees a stash where there is one"
+    for name in outputs:
+        defined, used = stash_keys(name)
+        assert used <= defined, f"{name} reads stash keys it does not own: {used - defined}"
+        for other in MODULES:
+            text = MODULES[other].read_text() if other != name else ""
+            leaked = [key for key in defined if f"import {key}" in text or f".{key}]" in text]
+            assert not leaked, f"{other} reads {name}'s stash keys {leaked}"
+    assert stash_keys(f"{NAME}.plugin.hooks")[1], "the walker sees a stash where there is one"
 
 
 def test_the_report_wing_holds_the_document_and_the_summary_its_text():

@@ -343,7 +343,16 @@ def test_help_explains_each_option(capsys) -> None:
         assert word in text
     assert main(["compare", "--help"]) == 0
     text = capsys.readouterr().out
-    for word in ("BASELINE", "CURRENT", "--fail", "--storage", "cold_start", "p99", "15%", "Mann"):
+    for word in (
+        "BASELINE",
+        "CURRENT",
+        "--fail",
+        "--storage",
+        "cold_start",
+        "p99",
+        "15%",
+        "permutation",
+    ):
         assert word in text
     assert main(["project", "--help"]) == 0
     text = capsys.readouterr().out

@@ -1,5 +1,6 @@
-"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest;
-read a training run's logs (``train-log``, cli_train.py).
+"""``python -m pytest_rollout_tax``: compare, list, re-project and show saved runs outside pytest
+(here); merge shards and run them on Ray (scale_out.py), summarize a record-mode directory
+(summarize.py), read a training run's logs (train_log.py).
 
 Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 bad input
 (usage, unreadable or invalid file, unknown metric or stat, malformed threshold).
@@ -8,7 +9,6 @@ Exit status, as under pytest: 0 ok, 1 a ``--fail`` check found a regression, 4 b
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -18,23 +18,21 @@ from typing import NoReturn, TextIO
 
 from tabulate import tabulate
 
-from . import __version__, cli_train, flags, recording
-from .core import prices
-from .core.files import check_report_path, write_json
-from .core.noise import ALPHA, MIN_SAMPLES
-from .errors import NoSavedRun, RolloutTaxError, UsageError
-from .gate import calibrate, compare, history
-from .gate.sides import reproject
-from .gate.storage import DEFAULT_STORAGE, SavedRun, Storage, load
-from .page import html as html_report
-from .report import merge
-from .report.build import for_saving
-from .report.projection import Scale
-from .report.training import training_model, with_training
-from .summary.terminal import render_summary
+from .. import flags
+from ..core import prices
+from ..core.files import write_json
+from ..core.noise import ALPHA, MIN_SAMPLES
+from ..errors import NoSavedRun, RolloutTaxError, UsageError
+from ..gate import calibrate, compare, history
+from ..gate.sides import reproject
+from ..gate.storage import DEFAULT_STORAGE, SavedRun, Storage, load
+from ..page import html as html_report
+from ..report.training import training_model, with_training
+from ..summary.terminal import render_summary
+from . import scale_out, summarize, train_log
+from .common import COUNT, load_required
 
 PROG = "python -m pytest_rollout_tax"
-COUNT = flags.argparse_type(flags.count)
 EPILOG = f"""\
 exit status: {compare.EXIT_OK} ok; {compare.EXIT_REGRESSION} a --fail check found a credible \
 regression; {compare.EXIT_USAGE} bad input (usage, unreadable or invalid file, unknown metric \
@@ -196,60 +194,9 @@ def build_parser() -> Parser:
     )
     flags.JSON.add_argument(hist, help="also write the change points as JSON here")
 
-    mrg = commands.add_parser(
-        "merge",
-        parents=[storage],
-        help="merge the reports of a run's shards (--rollout-shard) into one",
-        description="One report from many shards' saved runs or JSON reports: every rollout "
-        "once, with its shard and client; percentiles and hours recomputed from the raw "
-        "samples; bursts aligned by epoch time. Refused (exit 4): a rollout in two reports, "
-        "different workloads, different projection settings (unless --force). See "
-        "docs/scale-out.md.",
-        epilog=f"exit status: {compare.EXIT_OK} merged; {compare.EXIT_USAGE} bad input or a "
-        "refused merge (unreadable or invalid file, a rollout twice, different workloads or "
-        "projection settings).",
-    )
-    mrg.add_argument("runs", nargs="+", metavar="RUN", help="a shard's run: a NAME or a PATH")
-    mrg.add_argument("-o", "--output", required=True, metavar="PATH", help="the merged report")
-    mrg.add_argument(
-        "--force", action="store_true", help="merge different projection settings (the first's)"
-    )
-    cli_train.add_parser(commands, [storage], EPILOG)
-    rec = commands.add_parser(
-        "summarize",
-        parents=[storage],
-        help="the report of a record-mode directory (pytest_rollout_tax.record)",
-        description="Build the report of the rollouts a live run recorded in DIR (every "
-        "journal in it: one per process), print its summary, and write its JSON, page or "
-        "saved run as asked; gate the saved run with compare --fail. Rollouts a killed "
-        "process began and never ended count as interrupted. See docs/record.md.",
-        epilog=EPILOG,
-    )
-    rec.add_argument("directory", metavar="DIR", help="the directory the recorders wrote")
-    flags.PROJECT.add_argument(rec)
-    flags.THINK_TIME.add_argument(rec, help="think time per step (default: measured live)")
-    flags.RANK_BY.add_argument(rec)
-    flags.TRAIN.add_argument(rec)
-    flags.JSON.add_argument(rec)
-    flags.HTML.add_argument(rec, help="write the report's HTML page to PATH")
-    rec.add_argument("--save", metavar="NAME", help="save the report as STORAGE/NAME.json")
-    ray = commands.add_parser(
-        "ray",
-        help="run N shards as Ray tasks, then merge them (needs the [ray] extra)",
-        description="Run pytest PYTEST_ARGS --rollout-shard K/N for K in 0..N-1 as Ray tasks, "
-        "each in this directory (shipped as the tasks' runtime_env working_dir), then merge "
-        "their reports into OUTPUT and print the merged summary. A failed or lost shard is "
-        "named with its error; the merge of the others is still written, marked incomplete "
-        "(exit 1).",
-        epilog=EPILOG,
-    )
-    ray.add_argument("--address", metavar="ADDR", help="a Ray cluster (default: a local one)")
-    ray.add_argument("--shards", type=COUNT, required=True, metavar="N", help="shards to run")
-    ray.add_argument(
-        "-o", "--output", default="rollout-tax-merged.json", metavar="PATH",
-        help="the merged report (default: %(default)s)",
-    )  # fmt: skip
-    ray.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS")
+    scale_out.add_parsers(commands, [storage], EPILOG)
+    train_log.add_parser(commands, [storage], EPILOG)
+    summarize.add_parser(commands, [storage], EPILOG)
     return parser
 
 
@@ -281,7 +228,7 @@ def _checks(args: argparse.Namespace) -> list[compare.Check]:
 def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     checks = _checks(args)
     storage = Storage.at(args.storage)
-    current = _load_required(storage, args.current, "CURRENT")
+    current = load_required(storage, args.current, "CURRENT")
     try:
         baseline = storage.load(args.baseline)
     except NoSavedRun as exc:
@@ -302,14 +249,6 @@ def run_compare(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for line in verdict.lines:
         out.write(line + "\n")
     return verdict.exit_status
-
-
-def _load_required(storage: Storage, ref: str, argument: str) -> SavedRun:
-    """The saved run ``ref``; its absence is a usage error naming ``argument``."""
-    try:
-        return storage.load(ref)
-    except NoSavedRun as exc:
-        raise UsageError(f"{argument}: {exc}") from None
 
 
 def run_list(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -350,7 +289,7 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     checks = _checks(args)
     flags.HTML.value(args.output, flags.HTML.cli)
     storage = Storage.at(args.storage)
-    run = _load_required(storage, args.run, "RUN")
+    run = load_required(storage, args.run, "RUN")
     report = reproject(run.report, None, None, None)  # a run saved before the decomposition
     baseline, verdict = None, None
     if args.baseline:
@@ -384,7 +323,7 @@ def run_html(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def run_project(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.json:
         flags.JSON.value(args.json, flags.JSON.cli)
-    run = _load_required(Storage.at(args.storage), args.run, "RUN")
+    run = load_required(Storage.at(args.storage), args.run, "RUN")
     report = reproject(
         run.report, args.rollouts, args.steps, args.think_time, args.fleet, args.rank_by
     )
@@ -421,7 +360,7 @@ def run_calibrate(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     if args.json:
         flags.JSON.value(args.json, flags.JSON.cli)
-    run = _load_required(Storage.at(args.storage), args.run, "RUN")
+    run = load_required(Storage.at(args.storage), args.run, "RUN")
     calibrator = calibrate.Calibrator(run.report, checks, seed=args.seed)
     result = calibrator.run(args.comparisons, args.slowdown)
     for line in calibrate.render(result, run.label, calibrator.populations):
@@ -449,59 +388,6 @@ def run_history(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             raise UsageError(f"--json={args.json}: cannot write: {exc.strerror or exc}") from None
         out.write(f"change points written to {path}\n")
     return compare.EXIT_OK
-
-
-def run_merge(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    check_report_path(args.output, f"--output={args.output}")
-    storage = Storage.at(args.storage)
-    runs = [_load_required(storage, ref, "RUN") for ref in args.runs]
-    parts = [merge.Part(str(run.path), run.report) for run in runs]
-    report, written = merge.write(parts, args.output, force=args.force)
-    for line in [*render_summary(report), f"merged report written to {written}"]:
-        out.write(line + "\n")
-    return compare.EXIT_OK
-
-
-def run_summarize(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.json:
-        flags.JSON.value(args.json, flags.JSON.cli)
-    if args.output:
-        flags.HTML.value(args.output, flags.HTML.cli)
-    storage = Storage.at(args.storage)
-    if args.save:
-        storage.check_writable(args.save)
-    scale = Scale.asked(args.project, args.think_time)
-    if args.rank_by:
-        scale = dataclasses.replace(scale, rank_by=args.rank_by)
-    report, recorded = recording.report_of(args.directory, scale, plugin_version=__version__)
-    report = with_training(report, training_model(args.train, report, args.rank_by))
-    lines = [*render_summary(report), *recording.notes(recorded)]
-    title = html_report.run_title(report, args.directory)
-    outputs = [  # what was asked, how it is written, what the line calls it
-        (args.json, lambda: write_json(args.json, report.to_dict()), "report"),
-        (
-            args.output,
-            lambda: html_report.write(args.output, html_report.render(report, title=title)),
-            "HTML report",
-        ),
-        (args.save, lambda: storage.save(args.save, for_saving(report)), "saved run"),
-    ]
-    for target, write, what in outputs:
-        if target:
-            try:
-                lines.append(f"{what} written to {write()}")
-            except OSError as exc:
-                raise UsageError(f"{target}: cannot write: {exc.strerror or exc}") from None
-    out.write("".join(line + "\n" for line in lines))
-    return compare.EXIT_OK
-
-
-def run_ray(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .integrations import ray
-
-    check_report_path(args.output, f"--output={args.output}")
-    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
-    return ray.drive(args.address, args.shards, pytest_args, args.output, out)
 
 
 def run_prices(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -533,10 +419,10 @@ COMMANDS = {
     "project": run_project,
     "calibrate": run_calibrate,
     "history": run_history,
-    "merge": run_merge,
-    "summarize": run_summarize,
-    "ray": run_ray,
-    "train-log": cli_train.run,
+    "merge": scale_out.run_merge,
+    "summarize": summarize.run,
+    "ray": scale_out.run_ray,
+    "train-log": train_log.run,
 }
 
 

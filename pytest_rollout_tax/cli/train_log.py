@@ -1,6 +1,6 @@
 """``python -m pytest_rollout_tax train-log``: a training run's own logs, its figures and what
-each substrate of a rollout-tax report would change (training/, docs/training-logs.md); the
-command line (``cli.py``) adds it with :func:`add_parser`."""
+each substrate of a rollout-tax report would change (train_logs/, docs/training-logs.md); the
+command line (``cli/__init__.py``) adds it with :func:`add_parser`."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import argparse
 import json
 from typing import Any, TextIO
 
-from . import flags
-from .core.files import write_json
-from .errors import UsageError
-from .gate.compare import EXIT_OK
-from .gate.storage import NoSavedRun, Storage
-from .summary.train_log import training_lines
-from .train_logs import section as training
+from .. import flags
+from ..core.files import write_json
+from ..errors import UsageError
+from ..gate.compare import EXIT_OK
+from ..gate.storage import NoSavedRun, Storage
+from ..summary.train_log import training_lines
+from ..train_logs import section as training
 
 
 def add_parser(commands: Any, parents: list[argparse.ArgumentParser], epilog: str) -> None:
