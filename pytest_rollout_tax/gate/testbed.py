@@ -58,7 +58,7 @@ def stamped(report: Report) -> Report:
             Testbed(
                 host_class=host_class(machine),
                 cpus=machine.get("cpu_count"),
-                endpoint=(entry.control_plane or {}).get("endpoint"),
+                endpoint=entry.control_plane.endpoint if entry.control_plane else None,
                 provider=entry.kind,
                 transport=entry.transport,
             )

@@ -333,9 +333,9 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
         """
     )
     known = (
-        "daytona, docker, docker-gvisor, docker-pool, docker-session, docker-snap, e2b, ec2, "
-        "ec2-session, k8s, k8s-claim, k8s-session, kubernetes, local, local-b, local-broken, "
-        "modal"
+        "bwrap, bwrap-reset, bwrap-session, daytona, docker, docker-gvisor, docker-pool, "
+        "docker-reset, docker-session, docker-snap, e2b, ec2, ec2-session, k8s, k8s-claim, "
+        "k8s-session, kubernetes, local, local-b, local-broken, modal"
     )
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),

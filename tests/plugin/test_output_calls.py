@@ -55,8 +55,8 @@ def assert_everything_else_appears(pytester: pytest.Pytester, result: pytest.Run
         ),
         (
             "    return 'hours written'",
-            "rollout-tax: error: output conftest.py failed: TypeError: returned str, not a list "
-            "of lines (str)",
+            "rollout-tax: error: output conftest.py failed: TypeError: returned str, not a result "
+            "or a list of lines",
         ),
         (
             "    return ['hours', 3]",
