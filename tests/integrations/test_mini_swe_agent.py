@@ -32,7 +32,7 @@ OUTPUTS = [
 
 class StampedModel(DeterministicModel):
     # stamps each output when it answers, as a real model's response is: make_output stamps
-    # it when it is made, and a replay refuses those times as going backwards
+    # it when it is made, and a replay would read those steps back in time as unknown intervals
 
     def query(self, *args, **kwargs):
         output = super().query(*args, **kwargs)
