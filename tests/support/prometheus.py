@@ -39,6 +39,17 @@ class Prometheus:
         assert body["status"] == "success", body
         return body["data"]["result"]
 
+    def wait_for_push_since(self, started: float, timeout: float = 60) -> None:
+        """Wait until Prometheus has scraped a push made at or after ``started`` (a Unix time):
+        the gateway is shared by the session's tests, so what an earlier test pushed can still
+        be the latest scrape."""
+
+        def scraped() -> bool:
+            pushed = self.query('max(push_time_seconds{job="rollout_tax"})')
+            return bool(pushed) and float(pushed[0]["value"][1]) >= started
+
+        wait_for(scraped, f"a push since {started:.3f} to be scraped", timeout=timeout)
+
 
 def free_port() -> int:
     with socket.socket() as sock:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import time
 
 import pytest
-from support.pytest_process import wait_for
 from support.workloads import readme_workload
 
 from pytest_rollout_tax.core.record import steps_of
@@ -33,6 +33,7 @@ def exported(pytester, otlp_receiver, prometheus, docker_client, sandbox_image):
     docker, exported over OTLP and to the Pushgateway, with its JSON report: 4 rollouts a
     substrate."""
     pytester.makepyfile(test_workload=readme_workload(), test_leaks=LEAKY)
+    started = time.time()
     result = pytester.runpytest(
         "--substrate=local,docker",
         f"--rollout-otlp={otlp_receiver.endpoint}",
@@ -40,13 +41,13 @@ def exported(pytester, otlp_receiver, prometheus, docker_client, sandbox_image):
         "--rollout-json=report.json",
     )
     assert result.ret == 0, result.stdout.str()
-    return result, json.loads((pytester.path / "report.json").read_text())
+    return result, json.loads((pytester.path / "report.json").read_text()), started
 
 
 def test_each_rollout_is_one_trace_of_its_phases_and_steps_at_their_recorded_times(
     exported, otlp_receiver
 ):
-    result, report = exported
+    result, report, _ = exported
     spans = otlp_receiver.received.spans()
     roots = {s.attributes["rollout_tax.sandbox_id"]: s for s in spans if not s.parent_span_id}
     assert len(roots) == len(report["rollouts"])
@@ -68,7 +69,8 @@ def test_the_prometheus_p50_lies_in_the_bucket_of_the_rollout_its_rank_reads(exp
     """histogram_quantile(0.5) of N samples reads the ceil(N/2)-th smallest one's bucket (the
     median itself for an odd N; for an even N the report's p50 is between two samples, which
     may lie in two buckets)."""
-    _, report = exported
+    _, report, started = exported
+    prometheus.wait_for_push_since(started)
     for substrate in ("local", "docker"):
         colds = sorted(r["cold_start_s"] for r in report["rollouts"] if r["substrate"] == substrate)
         ranked_ms = colds[math.ceil(len(colds) / 2) - 1] * 1000
@@ -76,7 +78,6 @@ def test_the_prometheus_p50_lies_in_the_bucket_of_the_rollout_its_rank_reads(exp
             "histogram_quantile(0.5, sum by (le) (rollout_tax_sandbox_startup_latency_ms_bucket"
             f'{{substrate="{substrate}"}}))'
         )
-        wait_for(lambda q=query: prometheus.query(q), "the gateway to be scraped", timeout=60)
         (sample,) = prometheus.query(query)
         assert bisect.bisect_left(STARTUP_BUCKETS_MS, float(sample["value"][1])) == (
             bisect.bisect_left(STARTUP_BUCKETS_MS, ranked_ms)

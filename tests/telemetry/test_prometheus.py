@@ -7,12 +7,12 @@ import bisect
 import json
 import re
 import statistics
+import time
 import urllib.request
 from http import HTTPStatus
 from pathlib import Path
 
 import pytest
-from support.pytest_process import wait_for
 from support.timelines import record
 
 from pytest_rollout_tax.telemetry.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
@@ -35,12 +35,13 @@ def _bucket(ms: float) -> int:
 
 
 def test_histogram_quantile_lands_in_the_bucket_of_the_reports_p50(prometheus):
+    started = time.time()
     assert push(_records(), prometheus.pushgateway) is None
     query = (
         "histogram_quantile(0.5, sum by (le) "
         f'(rollout_tax_sandbox_startup_latency_ms_bucket{{substrate="{SUBSTRATE}"}}))'
     )
-    wait_for(lambda: prometheus.query(query), "Prometheus to scrape the gateway", timeout=60)
+    prometheus.wait_for_push_since(started)
     (sample,) = prometheus.query(query)
     p50_ms = statistics.median(COLD_S) * 1000
     assert _bucket(float(sample["value"][1])) == _bucket(p50_ms)
