@@ -25,7 +25,7 @@ GATE_COLUMNS = ("wall_us",)
 STEP_CHOICES = {"all": STEP_COLUMNS, "none": ()}
 
 
-def _samples() -> array:
+def _samples() -> array[float]:
     return array("d")
 
 
@@ -35,26 +35,26 @@ class Samples:
 
     rollouts: int = 0
     failures: int = 0
-    cold_start: array = field(default_factory=_samples)
-    action: array = field(default_factory=_samples)
-    step: array = field(default_factory=_samples)
-    teardown: array = field(default_factory=_samples)
-    trajectory: array = field(default_factory=_samples)
+    cold_start: array[float] = field(default_factory=_samples)
+    action: array[float] = field(default_factory=_samples)
+    step: array[float] = field(default_factory=_samples)
+    teardown: array[float] = field(default_factory=_samples)
+    trajectory: array[float] = field(default_factory=_samples)
     #: The recorded think time of every replayed step that has one.
-    think: array = field(default_factory=_samples)
+    think: array[float] = field(default_factory=_samples)
     #: Shape-replayed steps with a recorded command time: that time, and the measured step's.
-    recorded: array = field(default_factory=_samples)
-    recorded_walls: array = field(default_factory=_samples)
-    phases: dict[str, array] = field(default_factory=dict)
+    recorded: array[float] = field(default_factory=_samples)
+    recorded_walls: array[float] = field(default_factory=_samples)
+    phases: dict[str, array[float]] = field(default_factory=dict)
     #: Exact replays: steps replayed and how many diverged, in all and by kind.
     replayed_steps: int = 0
     divergent_steps: int = 0
-    divergence: Counter = field(default_factory=Counter)
+    divergence: Counter[str] = field(default_factory=Counter)
 
     def add(
         self,
         record: dict[str, Any],
-        walls: array,
+        walls: array[float],
         think: Iterable[float] = (),
         recorded: Iterable[tuple[float, float]] = (),
     ) -> None:
@@ -85,13 +85,13 @@ class Row:
     """One rollout as the controller keeps it: its fields, and its steps as compact columns."""
 
     fields: dict[str, Any]
-    wall_us: array
+    wall_us: array[int]
     kinds: list[str] = field(default_factory=list)
-    kind: array | None = None
+    kind: array[int] | None = None
     exit_code: list[int | None] | None = None
     #: The optional columns (``record.OPTIONAL_STEP_COLUMNS``) this rollout's steps have,
     #: numbers packed (:func:`pack`), text interned.
-    optional: dict[str, array | list[str | None]] = field(default_factory=dict)
+    optional: dict[str, array[int] | list[str | None]] = field(default_factory=dict)
 
     @property
     def walls_s(self) -> list[float]:
@@ -112,17 +112,17 @@ class Row:
             data["steps"] = steps | kept
         return data
 
-    def _column(self, name: str) -> list | None:
+    def _column(self, name: str) -> list[Any] | None:
         if name in OPTIONAL_STEP_COLUMNS:
             packed = self.optional.get(name)
-            if packed is None or name in TEXT_STEP_COLUMNS:
+            if packed is None or isinstance(packed, list):
                 return None if packed is None else list(packed)
             return unpack(packed)
         values = getattr(self, name)
         return list(values) if values is not None else None
 
 
-def pack(values: Sequence[int | None]) -> array:
+def pack(values: Sequence[int | None]) -> array[int]:
     """An optional column (whole numbers >= 0, or null) as a compact array, -1 for null."""
     return array("q", (-1 if value is None else value for value in values))
 
@@ -132,7 +132,7 @@ def _intern(values: Sequence[str | None]) -> list[str | None]:
     return [None if value is None else sys.intern(value) for value in values]
 
 
-def unpack(packed: array) -> list[int | None]:
+def unpack(packed: array[int]) -> list[int | None]:
     """The column :func:`pack` packed, its nulls back."""
     return [None if value < 0 else value for value in packed]
 
@@ -172,7 +172,7 @@ class Aggregate:
         self.rows.append(row)
         walls = array("d", row.walls_s)
         think = (us / MICROSECONDS for us in step_column(steps, "think_us") if us is not None)
-        recorded = ()
+        recorded: list[tuple[float, float]] = []
         if (fields.get("replay") or {}).get("mode") == "shape":
             recorded = [
                 (us / MICROSECONDS, wall)
@@ -186,7 +186,7 @@ class Aggregate:
         return sorted(self.rows, key=lambda row: row.key)
 
 
-class RolloutRows(Sequence):
+class RolloutRows(Sequence[dict[str, Any]]):
     """The report's ``rollouts[]``: items made on demand, so no copy of every step is kept."""
 
     def __init__(self, rows: list[Row], columns: Sequence[str]) -> None:

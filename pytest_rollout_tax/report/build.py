@@ -132,12 +132,12 @@ def summarize(
     scale: Scale,
     *,
     plugin_version: str,
-    machine: dict,
-    commit: dict | None,
+    machine: dict[str, Any],
+    commit: dict[str, Any] | None,
     steps: str = "all",
     fleet: Fleet | None = None,
     control_planes: dict[str, ControlPlane] | None = None,
-    client: dict | None = None,
+    client: dict[str, Any] | None = None,
     not_run: dict[str, str] | None = None,
 ) -> Report:
     """The whole report: per-substrate summaries, the spread, the ranking, and every rollout's
@@ -185,6 +185,8 @@ def summarize(
 def for_saving(report: Report) -> Report:
     """``report`` as a saved run keeps it: step wall times at least, for the gate's noise test."""
     rows = report.rollouts
+    if not isinstance(rows, RolloutRows):  # a report read back from JSON keeps what it has
+        return report
     columns = dict.fromkeys((*GATE_COLUMNS, *rows.columns))
     kept = rows.keeping([c for c in STEP_COLUMNS if c in columns])
     return dataclasses.replace(report, rollouts=kept)
@@ -240,7 +242,7 @@ NO_TEST_REASON = (
 )
 
 
-def shared_sandboxes(rows: list[Row]) -> list[dict]:
+def shared_sandboxes(rows: list[Row]) -> list[dict[str, Any]]:
     """Every sandbox more than one rollout got (an error: a sandbox serves one rollout, but
     for those it served after a reset, ``reuse="reset"``)."""
     users: dict[tuple[str, str], list[str]] = {}
@@ -256,7 +258,7 @@ def shared_sandboxes(rows: list[Row]) -> list[dict]:
     ]
 
 
-def _most_common(values: Iterable[str]) -> str | None:
+def _most_common(values: Iterable[str | None]) -> str | None:
     """The most common non-empty value (None for records from before it was recorded)."""
     counted = Counter(value for value in values if value)
     return counted.most_common(1)[0][0] if counted else None

@@ -198,7 +198,12 @@ class SubstrateEntry:
             rollouts=entry.get("rollouts") or 0,
             failures=entry.get("failures") or 0,
             failure_reasons=dict(entry.get("failure_reasons") or {}),
-            **{key: _stats(entry.get(key)) for key in STATS_KEYS},
+            cold_start=_stats(entry.get("cold_start")),
+            action=_stats(entry.get("action")),
+            step=_stats(entry.get("step")),
+            teardown=_stats(entry.get("teardown")),
+            trajectory=_stats(entry.get("trajectory")),
+            think=_stats(entry.get("think")),
             phases={name: _stats(stats) for name, stats in (entry.get("phases") or {}).items()},
             projected=_projected(entry),
             **optional,
@@ -246,11 +251,11 @@ class Report:
     #: Selected substrates that ran no rollout, and why.
     not_run: dict[str, str] = field(default_factory=dict)
     #: Sandboxes more than one rollout got (each an error).
-    shared_sandboxes: list[dict] = field(default_factory=list)
-    rollouts: Sequence[dict] = ()
+    shared_sandboxes: list[dict[str, Any]] = field(default_factory=list)
+    rollouts: Sequence[dict[str, Any]] = ()
     #: A merged run's shards (``report/merge.py``): each client, and the merge's facts.
-    clients: list[dict] | None = None
-    merge: dict | None = None
+    clients: list[dict[str, Any]] | None = None
+    merge: dict[str, Any] | None = None
     #: What the trainer waits for (``--rollout-train``, ``report/training.py``), or None.
     training: Training | None = None
 
@@ -361,9 +366,9 @@ def _dollars_alone(dollars: float | None) -> Cost | None:
     return None if dollars is None else Cost(dollars=dollars, environment_dollars=dollars)
 
 
-def _stats(data: dict | None) -> Stats | None:
+def _stats(data: dict[str, Any] | None) -> Stats | None:
     return Stats.from_dict(data) if data else None
 
 
-def _stats_dict(stats: Stats | None) -> dict | None:
+def _stats_dict(stats: Stats | None) -> dict[str, Any] | None:
     return stats.to_dict() if stats else None

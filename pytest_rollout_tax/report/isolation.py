@@ -85,7 +85,7 @@ def measure(substrates: dict[str, SubstrateEntry], rows: dict[str, list[Row]]) -
         reference = reference_of(name, substrates)
         entry.isolation = Isolation(reference)
         base = substrates.get(reference) if reference else None
-        if base is None or not entry.action or not base.action:
+        if reference is None or base is None or not entry.action or not base.action:
             continue
         per_step, command_ratio, tests = excess_per_step(
             rows[name], rows[reference], entry.action.mean, base.action.mean

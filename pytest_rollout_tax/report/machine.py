@@ -10,6 +10,7 @@ import socket
 import subprocess
 import time
 from dataclasses import dataclass
+from typing import Any
 
 #: Environment variables that name the CI service a run is on (their presence, never values).
 CI_VARIABLES = (
@@ -27,7 +28,7 @@ def ci_name() -> str | None:
     return next((name for variable, name in CI_VARIABLES if os.environ.get(variable)), None)
 
 
-def machine_info() -> dict:
+def machine_info() -> dict[str, Any]:
     """CPU count, Python and platform; the hostname only as a hash (to tell machines apart);
     the CI service, if any (where the client ran)."""
     return {
@@ -88,7 +89,7 @@ class Saturation:
     def start(cls) -> Saturation:
         return cls(time.monotonic(), _cpu_seconds(), _machine_ticks(), _load())
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         """The report's ``client.saturation``: the process's CPU time over wall time (its
         cores' share, ``process_cpu_share``), the whole machine's busy share where the system
         says (Linux), the 1-minute load average at start and end, and whether it passed
@@ -113,7 +114,7 @@ class Saturation:
         }
 
 
-def commit_info(cwd: str | os.PathLike[str] = ".") -> dict | None:
+def commit_info(cwd: str | os.PathLike[str] = ".") -> dict[str, Any] | None:
     """``{"sha", "branch", "dirty"}`` of the git checkout at ``cwd``, or None outside one."""
 
     def git(*args: str) -> str:

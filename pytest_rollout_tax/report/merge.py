@@ -10,7 +10,7 @@ run's report, plus ``clients[]`` and ``merge``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -193,10 +193,10 @@ def _check_steps(part: Part) -> None:
     counted = sum(entry.step.n for entry in part.report.substrates.values() if entry.step)
     carried = 0
     for rollout in part.report.rollouts:
-        steps = rollout.get("steps") or {}
-        carried += len(
-            steps.get("wall_us", steps.get("wall_s", ())) if isinstance(steps, dict) else steps
-        )
+        steps: object = rollout.get("steps") or {}  # JSON: columns, or an older run's list
+        if isinstance(steps, dict):
+            steps = steps.get("wall_us", steps.get("wall_s", ()))
+        carried += len(steps) if isinstance(steps, Sized) else 0
     if carried < counted:
         raise MergeRefused(
             f"{part.label}: its rollouts carry {carried} of the {counted} step times it "

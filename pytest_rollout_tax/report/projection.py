@@ -153,7 +153,7 @@ class FleetHours:
     wall_clock_hours: float
     worker_hours: float
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -370,7 +370,7 @@ class Spread:
     cheapest: str
     dearest: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 

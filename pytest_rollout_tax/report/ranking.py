@@ -8,9 +8,10 @@ import math
 from collections.abc import Iterable, Sequence
 
 from ..core.noise import evidence
+from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from .document import Ranked, Report, SubstrateEntry
-from .projection import SECONDS_PER_HOUR, Scale, rollout_seconds
+from .projection import Scale, rollout_seconds
 
 #: What the noise test said of a substrate's difference from the cheapest.
 RESOLVED = "resolved"  #: credible: p < ALPHA
@@ -57,10 +58,12 @@ def rank(
     mean is its projected rollout (think time, recorded command time and pool idle included),
     with the reference's.
     """
-    priced = sorted(
-        (n for n, e in substrates.items() if _figure(e, scale) and not e.failed_all),
-        key=lambda n: (_figure(substrates[n], scale), n),
-    )
+    figures = {
+        n: figure
+        for n, e in substrates.items()
+        if (figure := _figure(e, scale)) and not e.failed_all
+    }
+    priced = sorted(figures, key=lambda n: (figures[n], n))
     failed = sorted(n for n, e in substrates.items() if e.failed_all)
     unpriced = sorted(n for n in substrates if n not in priced and n not in failed)
     tail = [_item(name, substrates[name], None) for name in (*unpriced, *failed)]
@@ -68,11 +71,11 @@ def rank(
         return tail
     reference = next((n for n in priced if substrates[n].isolates(n)), priced[0])
     shifted = {name: _shifted(units.get(name, []), substrates[name], scale) for name in priced}
-    base = _figure(substrates[reference], scale)
+    base = figures[reference]
     reference_isolates = substrates[reference].isolates(reference)
     ranking = []
     for name in priced:
-        item = _item(name, substrates[name], _figure(substrates[name], scale) / base)
+        item = _item(name, substrates[name], figures[name] / base)
         ranking.append(item)
         if name == reference:
             continue
@@ -116,7 +119,7 @@ def _shifted(units: list[float], entry: SubstrateEntry, scale: Scale) -> list[fl
     target = hours * SECONDS_PER_HOUR / scale.rollouts
     shift = target - math.fsum(units) / len(units)
     shifted = [unit + shift for unit in units]
-    if scale.rank_by != "cost":
+    if scale.rank_by != "cost" or entry.dollars is None:  # ranked by cost: it has dollars
         return shifted
     per_second = entry.dollars / (hours * SECONDS_PER_HOUR)
     return [unit * per_second for unit in shifted]

@@ -175,20 +175,21 @@ def _real(value: Any, where: str) -> float:
     return value
 
 
-def _field(data: dict, key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
+def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], prefix: str) -> Any:
     if key not in data:
         raise ValueError(f"not a rollout-tax report (no '{prefix}{key}')")
     value = data[key]
     if not isinstance(value, kind) or isinstance(value, bool):
-        expected = {dict: "an object", int: "an integer"}.get(kind, "a number")
+        expected = "an object" if kind is dict else "an integer" if kind is int else "a number"
         raise ValueError(f"{prefix}{key}: expected {expected}, got {_short(value)}")
     return value
 
 
 def _number(value: Any, where: str) -> float:
-    if _real(value, where) < 0:
+    number = _real(value, where)
+    if number < 0:
         raise ValueError(f"{where}: negative value {value!r}")
-    return value
+    return number
 
 
 def _short(value: Any) -> str:

@@ -56,19 +56,21 @@ def snapshot_lines(
             continue
         phases = entry.phases
         once = [
-            f"{label} {seconds(phases[phase].mean)}"
+            f"{label} {seconds(stats.mean)}"
             for phase, label in (("template", "prepare"), ("checkpoint", "checkpoint"))
-            if phases.get(phase)
+            if (stats := phases.get(phase))
         ]
         cost = f"; once per test and worker: {' + '.join(once)}" if once else ""
         reference = reference_of(name, substrates, snapshot=True)
         if (invalid := _invalid(name, reference, substrates)) is not None:
             lines.append(invalid)
             continue
+        if (cold_start := entry.cold_start) is None:  # no rollout of it measured one
+            continue
         plain = substrates[reference].cold_start if reference else None
-        restored = seconds(entry.cold_start.p50)
-        if plain:
-            speed = entry.cold_start.p50 / plain.p50
+        restored = seconds(cold_start.p50)
+        if plain and reference:
+            speed = cold_start.p50 / plain.p50
             lines.append(
                 f"{name} vs {reference}: cold start {speed:.2g}x ({restored} restored vs "
                 f"{seconds(plain.p50)} prepared){cost}{judge(name, reference)}"

@@ -63,7 +63,7 @@ def decision_lines(report: Report) -> list[str]:
             )
         if len(candidates) > 2:
             rest = ", ".join(
-                f"{item.substrate} {ratio(item.ratio)}{_success(item, best)}" + _noise_tag(item)
+                f"{item.substrate} {_times(item.ratio)}{_success(item, best)}" + _noise_tag(item)
                 for item in candidates[1:]
             )
             unit = "dollars" if by_cost else "worker-hours"
@@ -103,10 +103,16 @@ VERDICTS = {
 }
 
 
+def _times(value: float | None) -> str:
+    """A ranked item's ratio to the reference; ``-`` for one without (the reference's figure
+    ranks every candidate, so only a hand-edited report lacks it)."""
+    return "-" if value is None else ratio(value)
+
+
 def _versus(item: Ranked, cheapest: Ranked, best: float, by_cost: bool = False) -> str:
     """``docker at 5.32x the worker-hours, 31x the tax-hours: beyond the noise (...)``."""
     unit = "dollars" if by_cost else "worker-hours"
-    text = f"{item.substrate} at {ratio(item.ratio)} the {unit}{_success(item, best)}"
+    text = f"{item.substrate} at {_times(item.ratio)} the {unit}{_success(item, best)}"
     if item.tax_hours and cheapest.tax_hours:
         text += f", {ratio(item.tax_hours / cheapest.tax_hours)} the tax-hours"
     if item.noise:

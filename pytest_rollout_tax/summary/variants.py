@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..core.stats import Stats
 from ..core.substrate import RESET_PHASE
 from ..report.document import SubstrateEntry
 from ..report.isolation import DEFAULT_RUNTIME
@@ -93,7 +94,7 @@ def transport_line(
     tax-hours``: the ratio of the mean step overhead, the command's own time left out."""
     if not entry.action or not base.action:
         return None
-    speed = _overhead(entry) / _overhead(base)
+    speed = _overhead(entry.action, entry.step) / _overhead(base.action, base.step)
     get = ASPECTS["transport"]
     line = (
         f"{name} vs {base_name}, transport {get(entry)} vs {get(base)}: "
@@ -104,10 +105,9 @@ def transport_line(
     return line
 
 
-def _overhead(entry: SubstrateEntry) -> float:
+def _overhead(action: Stats, step: Stats | None) -> float:
     """A variant's mean step overhead: the probe's mean, never more than the mean step's."""
-    step = entry.step
-    return step_overhead(entry.action.mean, step.mean if step else None)
+    return step_overhead(action.mean, step.mean if step else None)
 
 
 def pool_line(name: str, entry: SubstrateEntry, base_name: str, base: SubstrateEntry) -> str | None:
