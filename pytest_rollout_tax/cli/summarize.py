@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from .. import __version__, flags, recording
@@ -55,7 +56,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     report = with_training(report, training_model(args.train, report, args.rank_by))
     lines = [*render_summary(report), *recording.notes(recorded)]
     title = html_report.run_title(report, args.directory)
-    outputs = [  # what was asked, how it is written, what the line calls it
+    # what was asked, how it is written (the path it wrote), what the line calls it
+    outputs: list[tuple[str | None, Callable[[], object], str]] = [
         (args.json, lambda: write_json(args.json, report.to_dict()), "report"),
         (
             args.output,

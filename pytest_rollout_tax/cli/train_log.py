@@ -10,9 +10,9 @@ from typing import Any, TextIO
 
 from .. import flags
 from ..core.files import write_json
-from ..errors import UsageError
+from ..errors import NoSavedRun, UsageError
 from ..gate.compare import EXIT_OK
-from ..gate.storage import NoSavedRun, Storage
+from ..gate.storage import Storage
 from ..summary.train_log import training_lines
 from ..train_logs import section as training
 

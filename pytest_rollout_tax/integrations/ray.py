@@ -109,22 +109,24 @@ def drive(
 def _result(ray: Any, index: int, ref: Any) -> ShardResult:
     """The task's result; a task that raised or was lost is an error naming why."""
     try:
-        return ray.get(ref)
+        result: ShardResult = ray.get(ref)
     except ray.exceptions.RayError as exc:
         cause = str(exc).strip().splitlines()
         return ShardResult(index, None, None, f"{type(exc).__name__}: {cause[-1] if cause else ''}")
+    return result
 
 
 def finish(results: list[ShardResult], output: str, out: TextIO) -> int:
     """Merge the shards that reported into ``output``, print the summary and the failures."""
-    parts, failed = [], {}
+    parts: list[merge.Part] = []
+    failed: dict[int, str] = {}
     for result in results:
         try:
             report = Report.from_dict(result.report) if result.report is not None else None
         except ValueError as exc:
             report, result = None, dataclasses.replace(result, error=f"its report: {exc}")
         if report is None:
-            failed[result.index] = result.error
+            failed[result.index] = result.error or "no report"  # run_shard says why
         else:
             parts.append(merge.Part(f"shard {result.index}", report))
     for index, error in failed.items():

@@ -220,7 +220,8 @@ class RecordedDeployment(AbstractDeployment):
     @property
     def runtime(self) -> SandboxRuntime:
         if self._runtime is None:
-            raise DeploymentNotStartedError()
+            # swerex leaves this exception's __init__(message=...) unannotated
+            raise DeploymentNotStartedError()  # type: ignore[no-untyped-call]
         return self._runtime
 
     def __del__(self) -> None:  # SWE-ReX's stops from a finalizer: the recorder's close does

@@ -5,21 +5,20 @@ page's section carry the same."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from .. import flags
 from ..errors import TrainLogError
 from ..report.document import Report
 from ..summary.train_log import training_lines
+from ..train_logs.load import TrainLog
 from ..train_logs.section import Asked, Training
 from . import add_option, is_controller, option
-from .outcome import OUTPUT_ERROR
+from .outcome import OUTPUT_ERROR, OutputResult, SessionOutcome
 
 FLAG = flags.TRAIN_LOG.plugin
 #: The options and the log read at configure time.
-ASKED = pytest.StashKey[tuple[Asked, Any]]()
+ASKED = pytest.StashKey[tuple[Asked, TrainLog]]()
 #: The section, made once for every output that shows it: (section, error line).
 SECTION = pytest.StashKey[tuple[Training | None, str | None]]()
 
@@ -63,9 +62,9 @@ def section_of(config: pytest.Config, report: Report) -> Training | None:
     return config.stash[SECTION][0]
 
 
-def pytest_rollout_tax_report(config: pytest.Config, report: Report, summary: Any, verdict: Any):
-    section = section_of(config, report)
+def pytest_rollout_tax_report(config: pytest.Config, outcome: SessionOutcome) -> OutputResult:
+    section = section_of(config, outcome.report)
     if section is None:
         error = config.stash[SECTION][1] if SECTION in config.stash else None
-        return [error] if error else None
-    return training_lines(section)
+        return OutputResult((error,), failed=True) if error else OutputResult()
+    return OutputResult(tuple(training_lines(section)))

@@ -10,9 +10,10 @@ import importlib
 import pkgutil
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
+import pluggy
 import pytest
 
 from .. import outputs
@@ -197,7 +198,9 @@ class RolloutTaxPlugin:
     # -- collection, parametrization and fixtures ------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_collect_file(self, file_path: Path, parent: pytest.Collector):
+    def pytest_collect_file(
+        self, file_path: Path, parent: pytest.Collector
+    ) -> Generator[None, list[pytest.Collector], list[pytest.Collector]]:
         """Trajectory files as workloads, where the user asked for them (replay_files.py),
         and never a file another plugin collects."""
         collected = yield
@@ -226,7 +229,9 @@ class RolloutTaxPlugin:
             rounds = self.settings.rounds
         else:
             rounds = trajectory.rounds
-        targets = [Target(name, r, trajectory) for name in names for r in range(1, rounds + 1)]
+        targets: list[object] = [
+            Target(name, r, trajectory) for name in names for r in range(1, rounds + 1)
+        ]
         if not targets:  # one skip saying why, not pytest's "got empty parameter set"
             reason = (
                 f"@pytest.mark.trajectory(substrates={list(trajectory.substrates or ())}) "
@@ -263,7 +268,8 @@ class RolloutTaxPlugin:
 
     @pytest.fixture
     def _rollout_target(self, request: pytest.FixtureRequest) -> Target:
-        return request.param
+        target: Target = request.param  # pytest_generate_tests parametrizes it with Targets
+        return target
 
     @pytest.fixture
     def substrate(self, request: pytest.FixtureRequest, _rollout_target: Target) -> Substrate:
@@ -286,6 +292,7 @@ class RolloutTaxPlugin:
         target = _rollout_target
         rollout = self._begin_rollout(request, target)
         sandbox = None
+        error: RolloutTaxError | None
         try:
             token = self.session.progress.starting(target.substrate)
             try:
@@ -314,6 +321,7 @@ class RolloutTaxPlugin:
             else:
                 start_failed(rollout, error)
             skip_or_fail(error, self.said.message(error, target.substrate, request.node.nodeid))
+        assert sandbox is not None  # started: an error skipped or failed the rollout above
         try:
             yield sandbox
         finally:
@@ -345,7 +353,9 @@ class RolloutTaxPlugin:
     # -- outcomes ----------------------------------------------------------------------------
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
         report = (yield).get_result()
         rollout = item.stash.get(rollout_key, None)
         if rollout is None:
@@ -400,7 +410,7 @@ class RolloutTaxPlugin:
             self.session.progress.expect(name, count)
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """Before the tests, the bursts: once, in the controller or a serial run (xdist workers
         have collected and wait meanwhile, so nothing else runs on the substrates)."""
         if self._active(session):

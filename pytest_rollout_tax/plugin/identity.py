@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,9 @@ def _positional_rootdir(config: pytest.Config) -> Path:
             "config": config,
         }
         taken = inspect.signature(determine_setup).parameters
-        rootdir = determine_setup(**{k: v for k, v in known.items() if k in taken})[0]
+        # its parameters vary across pytest releases: called with those this one takes
+        setup: Callable[..., tuple[Path, object, object, object]] = determine_setup
+        rootdir = setup(**{k: v for k, v in known.items() if k in taken})[0]
         return Path(rootdir).resolve()
     except Exception:  # a pytest that computes it otherwise: its own rootdir
         return config.rootpath

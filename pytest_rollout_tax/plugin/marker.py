@@ -18,8 +18,10 @@ MAX_COUNTS = {"steps": 1_000_000, "rounds": 10_000}
 class Mark(Protocol):
     """What a pytest ``Mark`` has that the marker's parser reads."""
 
-    args: tuple[Any, ...]
-    kwargs: Mapping[str, Any]
+    @property
+    def args(self) -> tuple[Any, ...]: ...
+    @property
+    def kwargs(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,8 @@ def call_outputs(config: pytest.Config, **arguments: Any) -> list[OutputResult]:
         try:
             if impl.wrapper or impl.hookwrapper:
                 wrapper = impl.function(*args)
+                if not isinstance(wrapper, Generator):
+                    raise TypeError(f"{impl.plugin_name}: a hook wrapper that does not yield")
                 next(wrapper)
                 wrappers.append((impl, wrapper))
                 continue

@@ -84,9 +84,11 @@ class OptionYield:
         group = self._group()
         group.options[:] = [option for option in group.options if name not in option.names()]
         action = self.parser.optparser._option_string_actions.pop(name)
-        action.option_strings.remove(name)
+        if isinstance(action.option_strings, list):  # argparse keeps a list
+            action.option_strings.remove(name)
         if not action.option_strings:
-            action.container._remove_action(action)
+            # argparse sets ``container`` on every action it adds; its stubs do not declare it
+            vars(action)["container"]._remove_action(action)
 
     def owner(self, name: str) -> None:
         """The plugin registered just now took the pending flags."""

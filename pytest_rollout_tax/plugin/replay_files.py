@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -153,13 +153,13 @@ class ReplayCollection:
             xdist.hand_over(self.config, xdist.REPLAY_NOTES_KEY, self.notes.to_dict())
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
-        notes = getattr(node, "workeroutput", {}).get(xdist.REPLAY_NOTES_KEY)
+    def pytest_testnodedown(self, node: xdist.WorkerNode, error: object) -> None:
+        notes = xdist.handed_over(node).get(xdist.REPLAY_NOTES_KEY)
         if notes and not self.notes:  # every worker collects the same files
             self.notes = Notes.from_dict(notes)
 
     @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         verbose = self.config.get_verbosity() > 0
         for line in self.notes.lines(self.mode, verbose):
             terminalreporter.write_line(line)
@@ -174,11 +174,11 @@ class Notes:
     #: Trajectories that recorded no action: not replayed, so no cold start counts for them.
     zero_action: int = 0
     #: Trajectories without any think time, by format.
-    think_unknown: Counter = field(default_factory=Counter)
+    think_unknown: Counter[str] = field(default_factory=Counter)
     #: Steps whose recorded output size is unknown, by format.
-    size_unknown: Counter = field(default_factory=Counter)
+    size_unknown: Counter[str] = field(default_factory=Counter)
     #: Steps that call a SWE-agent tool, by tool.
-    harness_tools: Counter = field(default_factory=Counter)
+    harness_tools: Counter[str] = field(default_factory=Counter)
     #: Files found that could not be read (each error's one line), and how many were read.
     unreadable: list[str] = field(default_factory=list)
     read: int = 0
@@ -208,13 +208,13 @@ class Notes:
             or self.files
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Plain types (xdist ships them from a worker)."""
         return {key: dict(value) if isinstance(value, Counter) else value
                 for key, value in asdict(self).items()}  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: dict) -> Notes:
+    def from_dict(cls, data: dict[str, Any]) -> Notes:
         return cls(
             skipped=list(data["skipped"]),
             zero_action=data["zero_action"],
@@ -267,7 +267,7 @@ class Notes:
         return lines
 
 
-def _counts(counter: Counter) -> str:
+def _counts(counter: Counter[str]) -> str:
     return ", ".join(f"{name} {count}" for name, count in sorted(counter.items()))
 
 
@@ -279,7 +279,9 @@ class ReplayFile(pytest.Module):
     """A trajectory file: its trajectories, each a test function named ``replay`` (or by its
     id when the file holds several, or rows of chat messages)."""
 
-    def __init__(self, *, mode: Mode, trajectories: list[RecordedTrajectory], **kwargs) -> None:
+    def __init__(
+        self, *, mode: Mode, trajectories: list[RecordedTrajectory], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.mode = mode
         self.trajectories = trajectories
@@ -299,10 +301,10 @@ class ReplayFile(pytest.Module):
         return self._module
 
 
-def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Callable:
+def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Callable[..., None]:
     """The test function that replays ``trajectory`` in the ``sandbox`` of each rollout."""
 
-    def function(sandbox: Sandbox) -> None:
+    def replays(sandbox: Sandbox) -> None:
         try:
             replay(sandbox, trajectory, mode)
         except ReplayFailure as exc:
@@ -315,22 +317,25 @@ def replay_function(trajectory: RecordedTrajectory, mode: Mode, name: str) -> Ca
     def nothing() -> None:
         """A trajectory without an action: skipped, without a sandbox."""
 
-    if not trajectory.steps:  # no sandbox: no cold start counts for it
-        function = nothing
-
+    # no sandbox for a trajectory without an action: no cold start counts for it
+    function: Callable[..., None] = replays if trajectory.steps else nothing
     function.__name__ = function.__qualname__ = name
     function.__module__ = MODULE
     function.__doc__ = f"Replay {trajectory.trajectory_id} ({trajectory.format}, {mode})."
-    function.__test__ = True  # collected whatever python_functions says
-    #: What the rollout's ``replay`` entry starts as, before its sandbox starts.
-    function.rollout_replay = ReplayInfo.of(trajectory, mode)
-    if not trajectory.steps:
-        return pytest.mark.skip(reason=NOTHING_TO_REPLAY)(function)
-    marker = pytest.mark.trajectory(
-        steps=len(trajectory.steps),
-        timeout=trajectory.timeout or DEFAULT_TIMEOUT_S,
+    function.__dict__.update(
+        __test__=True,  # collected whatever python_functions says
+        #: What the rollout's ``replay`` entry starts as, before its sandbox starts.
+        rollout_replay=ReplayInfo.of(trajectory, mode),
     )
-    return marker(function)
+    marker = (
+        pytest.mark.trajectory(
+            steps=len(trajectory.steps), timeout=trajectory.timeout or DEFAULT_TIMEOUT_S
+        )
+        if trajectory.steps
+        else pytest.mark.skip(reason=NOTHING_TO_REPLAY)
+    )
+    marked: Callable[..., None] = marker(function)
+    return marked
 
 
 def _name(trajectory_id: str) -> str:

@@ -10,16 +10,18 @@ returned.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .. import __version__
 from ..core.control_plane import ControlPlane
+from ..core.pool_stats import PoolStats
 from ..core.record import STEP_COLUMNS, Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
-from ..fleet.pool import PoolStats
 from ..gate import compare, history, testbed
 from ..outputs import saved_run
 from ..outputs.outcome import SessionOutcome
@@ -63,7 +65,7 @@ class RolloutTaxSession:
         #: Burst levels measured before the tests, by substrate.
         self.bursts: dict[str, list[burst.BurstLevel]] = {}
         #: Warm pools' stats records, by substrate (xdist: one per worker).
-        self.pool_records: dict[str, list[dict]] = {}
+        self.pool_records: dict[str, list[dict[str, Any]]] = {}
         #: Each measured substrate's control plane, timed at the end of the session.
         self.control_planes: dict[str, ControlPlane] = {}
         self.progress = ColdStartProgress(None)
@@ -101,7 +103,7 @@ class RolloutTaxSession:
             ]
         return burst.run(substrate, self.settings.bursts)
 
-    def add_pool_records(self, records: dict[str, list[dict]]) -> None:
+    def add_pool_records(self, records: dict[str, list[dict[str, Any]]]) -> None:
         """Warm-pool stats from a process that used the substrates (this one or a worker)."""
         for name, stats in records.items():
             self.pool_records.setdefault(name, []).extend(stats)
@@ -255,7 +257,7 @@ class RolloutTaxSession:
                 planes[name] = plane
         return planes
 
-    def _history_gate(self, saved: tuple) -> bool:
+    def _history_gate(self, saved: tuple[Path, ...]) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""
         if not saved:
             self.lines.append(

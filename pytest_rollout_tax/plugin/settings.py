@@ -9,14 +9,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from .. import flags
 from ..core.paths import regular_file
 from ..core.transport import OUTPUT_CAP
-from ..errors import ConfigError, NotRegularFileError, RolloutTaxError
+from ..errors import ConfigError, HistoryUnavailable, NotRegularFileError, RolloutTaxError
 from ..fleet import burst
 from ..gate import history
 from ..gate.storage import DEFAULT_STORAGE
@@ -41,7 +41,10 @@ _SIZE = re.compile(r"(\d{1,12})\s*([kmgKMG]?)")
 
 # -- options ---------------------------------------------------------------------------------
 
-OPTIONS: list[tuple[str, dict[str, Any], str, str | None, Any]] = [
+#: An ini value's type, as ``Parser.addini`` takes it.
+IniType = Literal["string", "paths", "pathlist", "args", "linelist", "bool", "int", "float"]
+
+OPTIONS: list[tuple[str, dict[str, Any], str, IniType | None, Any]] = [
     # flag, addoption kwargs, help, ini type, ini default
     ("--substrate", {"action": "append", "metavar": "NAME[,NAME...]"},
      "substrates to run each workload on (repeatable); default: local", "args", ["local"]),
@@ -276,7 +279,7 @@ class Settings:
             history_fail = bool(option(config, "--rollout-history-fail"))
             if history_fail:
                 history.require()
-        except history.HistoryUnavailable as exc:
+        except HistoryUnavailable as exc:
             raise pytest.UsageError(f"--rollout-history-fail: {exc}") from None
         except (RolloutTaxError, ValueError) as exc:
             raise pytest.UsageError(str(exc)) from None
@@ -332,7 +335,7 @@ def _size(text: str, flag: str) -> int:
     match = _SIZE.fullmatch(text.strip())
     if not match:
         raise ValueError(f"{flag}={text!r}: expected a size in bytes like 67108864, 64m or 1g")
-    size = int(match[1]) * 1024 ** " kmg".index((match[2] or " ").lower())
+    size: int = int(match[1]) * 1024 ** " kmg".index((match[2] or " ").lower())
     if not 1 <= size <= MAX_OUTPUT_CAP:
         raise ValueError(f"{flag}={text!r}: expected 1 byte to {MAX_OUTPUT_CAP >> 30}g")
     return size

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import pytest
 
 from ..report.machine import CLOCK_NOTE, Saturation
 from ..report.projection import Scale
+from . import xdist
 from .identity import identity_of
 
 #: A start further ahead than this is taken for a mistake (a wrong date or unit).
@@ -143,10 +144,12 @@ class Client:
         self.saturation = Saturation.start()
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
         self.workload = fingerprint_of(items, self.version)
         if hasattr(config, "workerinput"):
-            config.workeroutput[WORKLOAD_KEY] = self.workload
+            xdist.hand_over(config, WORKLOAD_KEY, self.workload)
         if self.shard is None:
             return
         owners = self.shard.owners([self._key(item) for item in items])
@@ -169,14 +172,14 @@ class Client:
         return f"{workload}\t{substrate}", round_, name
 
     @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+    def pytest_testnodedown(self, node: xdist.WorkerNode, error: object) -> None:
         """The controller takes the workload a worker collected (every worker collects it)."""
-        workload = getattr(node, "workeroutput", {}).get(WORKLOAD_KEY)
+        workload = xdist.handed_over(node).get(WORKLOAD_KEY)
         if workload is not None and self.workload is None:
             self.workload = workload
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session):
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         """Wait for ``--rollout-start-at`` before anything is created (bursts, rollouts)."""
         if self.start_at is not None and not session.config.option.collectonly:
             self.started = wait_until(self.start_at)

@@ -26,7 +26,7 @@ class SigtermChain:
         #: The process that installed it: a forked child passes the signal on instead.
         self.pid = os.getpid()
         #: The signal mask before a fork blocked SIGTERM (None: no fork under way).
-        self._mask: set[signal.Signals] | None = None
+        self._mask: set[int | signal.Signals] | None = None
         self._fork_hooks = False
 
     def install(self) -> None:

@@ -7,7 +7,7 @@ worker that crashes loses only the rollout it was running.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -29,9 +29,23 @@ def controller_session_id(config: pytest.Config) -> str | None:
     return workerinput[SESSION_ID_KEY] if workerinput else None
 
 
+class WorkerNode(Protocol):
+    """What the controller's hooks use of pytest-xdist's ``WorkerController`` (xdist ships no
+    type hints); its ``workeroutput`` exists once the worker has ended (:func:`handed_over`)."""
+
+    workerinput: dict[str, Any]
+
+
 def hand_over(config: pytest.Config, key: str, value: Any) -> None:
     """Send ``value`` from a worker to its controller, which reads it when the worker ends."""
-    config.workeroutput[key] = value
+    # pytest-xdist sets the dict on a worker's config; pytest's Config does not declare it
+    config.workeroutput[key] = value  # type: ignore[attr-defined]
+
+
+def handed_over(node: WorkerNode) -> dict[str, Any]:
+    """What an ended worker handed over (:func:`hand_over`); empty for one that crashed first."""
+    output: dict[str, Any] = getattr(node, "workeroutput", {})
+    return output
 
 
 class XdistController:
@@ -39,18 +53,20 @@ class XdistController:
     a crashed worker."""
 
     def __init__(
-        self, substrates: Substrates, add_pool_records: Callable[[dict[str, list[dict]]], None]
+        self,
+        substrates: Substrates,
+        add_pool_records: Callable[[dict[str, list[dict[str, Any]]]], None],
     ) -> None:
         self.substrates = substrates
         self.add_pool_records = add_pool_records
         self.crashed = False
 
-    def pytest_configure_node(self, node) -> None:
+    def pytest_configure_node(self, node: WorkerNode) -> None:
         node.workerinput[SESSION_ID_KEY] = self.substrates.session_id
 
-    def pytest_testnodedown(self, node, error) -> None:
+    def pytest_testnodedown(self, node: WorkerNode, error: object) -> None:
         self.crashed = self.crashed or error is not None
-        output = getattr(node, "workeroutput", {})
+        output = handed_over(node)
         self.add_pool_records(output.get(POOLS_KEY, {}))  # one warm pool per worker
         usage_errors = output.get(USAGE_ERRORS_KEY)
         if usage_errors:  # a bad marker found by the worker's collection
