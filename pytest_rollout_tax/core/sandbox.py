@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol, overload
 
 from ..errors import RolloutTaxError, SandboxError, SandboxStartError
 from . import contract
@@ -151,6 +151,10 @@ class Sandbox:
         with self._step("write_file"), self._file_errors(target, contract.WHY_NOT_WRITE):
             self.transport.write(target, payload, timeout=self.timeout)
 
+    @overload
+    def read_file(self, path: str, binary: Literal[False] = False) -> str: ...
+    @overload
+    def read_file(self, path: str, binary: Literal[True]) -> bytes: ...
     def read_file(self, path: str, binary: bool = False) -> str | bytes:
         """Read ``path``: text (UTF-8, invalid bytes replaced), or bytes if ``binary``. One step."""
         __tracebackhide__ = True

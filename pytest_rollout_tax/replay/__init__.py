@@ -1,9 +1,9 @@
 """Recorded agent trajectories (mini-swe-agent, SWE-agent, chat messages, SWE-smith rows, our
 JSONL) read into one shape, and replayed in a sandbox as workloads."""
 
-from ..errors import ReplayFailure
+from ..errors import NotATrajectory, ReplayFailure, TrajectoryError
 from .load import load
-from .model import FileEdit, NotATrajectory, RecordedStep, RecordedTrajectory, TrajectoryError
+from .model import FileEdit, RecordedStep, RecordedTrajectory
 from .run import DEFAULT_TIMEOUT_S, MODES, Mode, ReplayInfo, harness_command, replay, shape_command
 
 __all__ = [

@@ -10,11 +10,11 @@ import json
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..core import limits
 from ..core.paths import regular_file
-from ..errors import NotRegularFileError
+from ..errors import NotRegularFileError, TrajectoryError
 from . import (
     mini_swe_agent,
     openai_messages,
@@ -24,7 +24,7 @@ from . import (
     swe_agent,
     swe_agent_rows,
 )
-from .model import RecordedTrajectory, TrajectoryError, fail, not_a_trajectory
+from .model import RecordedTrajectory, fail, not_a_trajectory
 
 #: Suffixes of the files taken from a directory given to ``--rollout-replay``.
 REPLAY_SUFFIXES = (".traj", ".json", ".jsonl")
@@ -36,9 +36,36 @@ MAX_BYTES = 2**40
 WALL_SLACK_S = 1.0
 #: The suffixes of a trajectory file's name, taken off for its id.
 SUFFIXES = (".traj", ".traj.json")
+
+
 #: The formats a row may be in, in the order they are tried (SWE-agent 0.x rows before chat
 #: rows: both have role-tagged turns).
-DOCUMENTS = (mini_swe_agent, swe_agent, swe_agent_rows, openhands, openhands_v1, openai_messages)
+class DocumentFormat(Protocol):
+    """A format module whose rows (or documents) each hold one trajectory."""
+
+    def matches(self, row: Any, /) -> bool: ...
+    def parse(
+        self, row: dict[str, Any], where: str, trajectory_id: str, source: str, /
+    ) -> RecordedTrajectory: ...
+
+
+class EventFormat(Protocol):
+    """A format module whose rows may be the events of one conversation (OpenHands)."""
+
+    def is_event(self, value: Any, /) -> bool: ...
+    def parse_events(
+        self, events: list[dict[str, Any]], where: str, trajectory_id: str, source: str, /
+    ) -> RecordedTrajectory: ...
+
+
+DOCUMENTS: tuple[DocumentFormat, ...] = (
+    mini_swe_agent,
+    swe_agent,
+    swe_agent_rows,
+    openhands,
+    openhands_v1,
+    openai_messages,
+)
 #: The fields that name a trajectory, in the order they are tried (``run_id`` goes with
 #: ``instance_id``: several runs of one instance are distinct trajectories).
 IDENTITY = ("trajectory_id", "traj_id", "run_id+instance_id", "instance_id")
@@ -149,7 +176,7 @@ def rows(path: Path) -> list[Row]:
 def _jsonl(path: Path, text: str, error: json.JSONDecodeError) -> list[Row]:
     """``text`` as JSONL; if its first line is not JSON either, it is a document with
     ``error``."""
-    found = []
+    found: list[Row] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -175,10 +202,11 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
         return [RecordedTrajectory(str(path), "rollout-tax", stem(path), tuple(steps))]
     if len(found) == 1 and openhands_v1.is_event(found[0].value):
         raise not_a_trajectory(found[0].where, ONE_EVENT)
-    for module in (openhands, openhands_v1):
-        if module.is_event(found[0].value):  # an event list: one trajectory
-            return [_event_list(module, path, found)]
-    named = []
+    events: tuple[EventFormat, ...] = (openhands, openhands_v1)
+    for form in events:
+        if form.is_event(found[0].value):  # an event list: one trajectory
+            return [_event_list(form, path, found)]
+    named: list[tuple[Row, DocumentFormat, str, str]] = []
     for row in found:
         module = next((m for m in DOCUMENTS if m.matches(row.value)), None)
         if module is None:
@@ -191,8 +219,9 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
             trajectory_id = stem(path) if len(found) == 1 else f"{stem(path)}-{row.ordinal}"
         named.append((row, module, field, trajectory_id))
     tasks = Counter(name for _, _, field, name in named if field == TASK)
-    attempts: Counter = Counter()
-    trajectories, seen = [], {}
+    attempts: Counter[str] = Counter()
+    trajectories: list[RecordedTrajectory] = []
+    seen: dict[str, str] = {}
     for row, module, field, trajectory_id in named:
         attempt_of = trajectory_id if tasks[trajectory_id] > 1 and field == TASK else None
         if attempt_of is not None:  # attempts of one task: a GRPO group, numbered in order
@@ -208,7 +237,7 @@ def _trajectories(path: Path, found: list[Row]) -> list[RecordedTrajectory]:
     return trajectories
 
 
-def _event_list(module: Any, path: Path, found: list[Row]) -> RecordedTrajectory:
+def _event_list(module: EventFormat, path: Path, found: list[Row]) -> RecordedTrajectory:
     """A file whose rows are the events of one conversation (OpenHands, V0 or V1)."""
     name = "an OpenHands V1 event" if module is openhands_v1 else "an OpenHands event"
     for row in found:
@@ -220,8 +249,9 @@ def _event_list(module: Any, path: Path, found: list[Row]) -> RecordedTrajectory
 def identity(row: Any) -> tuple[str, str | None]:
     """The field that names a row's trajectory (the first of IDENTITY it has) and the name."""
     for field in IDENTITY:
-        values = [_name(row.get(key)) for key in field.split("+")]
-        if all(values):
+        keys = field.split("+")
+        values = [value for key in keys if (value := _name(row.get(key)))]
+        if len(values) == len(keys):
             return field, "/".join(values)
     return "", None
 

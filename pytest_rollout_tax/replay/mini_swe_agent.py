@@ -45,7 +45,7 @@ def matches(data: Any) -> bool:
     )
 
 
-def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+def parse(data: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded actions of a mini-swe-agent trajectory; ``where`` names it in errors."""
     messages = data["messages"]
     for index, message in enumerate(messages):
@@ -73,13 +73,13 @@ def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTr
     )
 
 
-def _actions(message: dict) -> list | None:
+def _actions(message: dict[str, Any]) -> list[Any] | None:
     extra = message.get("extra")
     actions = extra.get("actions") if isinstance(extra, dict) else None
     return actions if isinstance(actions, list) else None
 
 
-def _stamp(message: dict) -> float | None:
+def _stamp(message: dict[str, Any]) -> float | None:
     """A v2 message's time: ``extra.timestamp``, else the top-level ``timestamp``."""
     extra = message.get("extra")
     if isinstance(extra, dict) and number(extra.get("timestamp")) is not None:
@@ -87,7 +87,7 @@ def _stamp(message: dict) -> float | None:
     return number(message.get("timestamp"))
 
 
-def _structured(messages: list[dict], where: str, clock: Clock) -> list[RecordedStep]:
+def _structured(messages: list[dict[str, Any]], where: str, clock: Clock) -> list[RecordedStep]:
     """v2 (``mini-swe-agent-1.1``): ``extra.actions[].command``; the observations that follow
     carry ``extra.raw_output``, ``extra.returncode`` and ``extra.timestamp``."""
     steps: list[RecordedStep] = []
@@ -128,7 +128,7 @@ def _share(ran: Interval, actions: int) -> Interval:
     return Interval(seconds, ran.back_s / actions)
 
 
-def _observations(messages: list[dict], start: int) -> list[dict]:
+def _observations(messages: list[dict[str, Any]], start: int) -> list[dict[str, Any]]:
     """The observation messages after ``start``, up to the next assistant message."""
     found = []
     for message in messages[start:]:
@@ -140,7 +140,9 @@ def _observations(messages: list[dict], start: int) -> list[dict]:
     return found
 
 
-def _matching(observations: list[dict], action: dict, position: int) -> dict | None:
+def _matching(
+    observations: list[dict[str, Any]], action: dict[str, Any], position: int
+) -> dict[str, Any] | None:
     """The observation of ``action``: by its tool call id, else by position."""
     call = action.get("tool_call_id")
     if call is not None:
@@ -158,7 +160,9 @@ def _template(config: object) -> Parse | None:
     return compile_template(template) if isinstance(template, str) else None
 
 
-def _text(messages: list[dict], clock: Clock, template: Parse | None) -> list[RecordedStep]:
+def _text(
+    messages: list[dict[str, Any]], clock: Clock, template: Parse | None
+) -> list[RecordedStep]:
     """The older text format: one ```` ```bash ```` block per assistant message, its
     observation the next user message (``<returncode>``, ``<output>`` or head/tail). Its time:
     each message's ``timestamp`` (1.17 and later), else each model response's
@@ -194,7 +198,7 @@ def _read(text: str, template: Parse | None) -> tuple[int | None, int | None]:
     return found if found is not None else observation(text)
 
 
-def _text_stamp(message: dict, stamped: bool) -> float | None:
+def _text_stamp(message: dict[str, Any], stamped: bool) -> float | None:
     """A text message's time: its ``timestamp`` (1.17+), else ``extra.response.created``."""
     if stamped:
         return number(message.get("timestamp"))
@@ -226,7 +230,7 @@ def _size(text: str) -> int:
     return byte_length(text[:-1] if text.endswith("\n") else text)
 
 
-def _content(message: dict) -> str:
+def _content(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import NotATrajectory, TrajectoryError
 
@@ -133,7 +133,7 @@ def interval(start: float | None, end: float | None) -> Interval:
     return Interval(end - start)
 
 
-def timed(think: Interval, command: Interval) -> dict:
+def timed(think: Interval, command: Interval) -> dict[str, Any]:
     """A step's time fields: ``think_s``, ``recorded_s`` and which of them the clock stepping
     back left unknown."""
     back = tuple(name for name, span in (("think_s", think), ("recorded_s", command))

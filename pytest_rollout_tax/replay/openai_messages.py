@@ -33,7 +33,7 @@ OPENHANDS_ALIASES = {"execute_bash": "bash"}
 _EXIT_CODE = re.compile(r"exit code (-?\d+)")
 
 
-def messages_of(row: Any) -> list | None:
+def messages_of(row: Any) -> list[Any] | None:
     """A row's messages (``trajectory`` or ``messages``, a list or a JSON string of one, as
     some datasets store it), or None if it has none."""
     if not isinstance(row, dict):
@@ -55,7 +55,7 @@ def matches(row: Any) -> bool:
     return messages_of(row) is not None
 
 
-def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+def parse(row: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded tool calls of one row: ``tool_calls``, else the one text action of each
     assistant message (an XML call, SWE-smith's or OpenHands', or mini-swe-agent's
     ```` ```bash ```` block); ``where`` (``path:line``) names it in errors."""
@@ -113,7 +113,9 @@ def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTra
     )
 
 
-def _text_action(text: str, openhands: bool) -> tuple[str, Callable] | None:
+def _text_action(
+    text: str, openhands: bool
+) -> tuple[str, Callable[[str | None], list[RecordedStep]]] | None:
     """The one action written in an assistant message's text, and how to make its step from
     its observation's text: an XML call (SWE-smith's, or OpenHands' without function calling),
     else mini-swe-agent's one ```` ```bash ```` block."""
@@ -147,7 +149,7 @@ def looks_like_action(text: str) -> bool:
     return "```" in text or "<function=" in text
 
 
-def _resembles(message: dict) -> str:
+def _resembles(message: dict[str, Any]) -> str:
     text = _text(message.get("content"))
     if message.get("tool_calls"):
         return "OpenAI tool_calls"
@@ -156,7 +158,7 @@ def _resembles(message: dict) -> str:
     return "mini-swe-agent text actions (```bash blocks)"
 
 
-def _step(name: str, arguments: dict, text: str | None) -> list[RecordedStep]:
+def _step(name: str, arguments: dict[str, Any], text: str | None) -> list[RecordedStep]:
     """The step of one call (none for ``think`` and ``finish``); ``text`` its output (None:
     no output was recorded)."""
     if name in NOT_STEPS:
@@ -175,7 +177,7 @@ def _step(name: str, arguments: dict, text: str | None) -> list[RecordedStep]:
     return [RecordedStep(output_bytes=size)]
 
 
-def _reply(messages: list[dict], index: int) -> dict | None:
+def _reply(messages: list[dict[str, Any]], index: int) -> dict[str, Any] | None:
     """The observation of the assistant message at ``index``: the next user or tool message
     before another assistant message."""
     for message in messages[index + 1 :]:
@@ -186,7 +188,7 @@ def _reply(messages: list[dict], index: int) -> dict | None:
     return None
 
 
-def _arguments(value: Any) -> dict | None:
+def _arguments(value: Any) -> dict[str, Any] | None:
     if isinstance(value, dict):
         return value
     try:
@@ -196,7 +198,7 @@ def _arguments(value: Any) -> dict | None:
     return parsed if isinstance(parsed, dict) else None
 
 
-def edit_of(arguments: dict) -> FileEdit | None:
+def edit_of(arguments: dict[str, Any]) -> FileEdit | None:
     """The file edit of a ``str_replace_editor`` call; None for one the file API cannot do
     (``undo_edit``), which replays by its output size."""
     command, path = arguments.get("command"), arguments.get("path")

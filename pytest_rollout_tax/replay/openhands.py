@@ -19,6 +19,7 @@ from .model import (
     exit_code,
     fail,
     interval,
+    not_a_trajectory,
     timed,
 )
 from .openai_messages import edit_of
@@ -36,13 +37,13 @@ def is_event(value: Any) -> bool:
     )
 
 
-def events_of(row: Any) -> list | None:
+def events_of(row: Any) -> list[dict[str, Any]] | None:
     """A row's ``history`` as a flat list of events (older runs saved ``[action, observation]``
     pairs), or None if it is no OpenHands output row."""
     history = row.get("history") if isinstance(row, dict) else None
     if not isinstance(history, list):
         return None
-    events = []
+    events: list[dict[str, Any]] = []
     for item in history:
         pair = item if isinstance(item, list) else [item]
         if not all(is_event(event) for event in pair):
@@ -56,13 +57,16 @@ def matches(row: Any) -> bool:
     return events_of(row) is not None
 
 
-def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
-    """The recorded actions of one ``output.jsonl`` row."""
-    return parse_events(events_of(row), where, trajectory_id, source, field="history")
+def parse(row: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+    """The recorded actions of one ``output.jsonl`` row (``matches`` said it is one)."""
+    events = events_of(row)
+    if events is None:
+        raise not_a_trajectory(where, "no OpenHands history of events")
+    return parse_events(events, where, trajectory_id, source, field="history")
 
 
 def parse_events(
-    events: list[dict], where: str, trajectory_id: str, source: str, field: str = ""
+    events: list[dict[str, Any]], where: str, trajectory_id: str, source: str, field: str = ""
 ) -> RecordedTrajectory:
     """The actions of an event list, each with its observation (by ``cause``, else the next
     one): think time is the action's timestamp minus the one before it, command time the
@@ -93,25 +97,25 @@ def parse_events(
     return RecordedTrajectory(source, "openhands", trajectory_id, tuple(steps), wall_s=clock.wall_s)
 
 
-def _is_step(event: dict) -> bool:
+def _is_step(event: dict[str, Any]) -> bool:
     return event.get("action") in (COMMAND, *FILES, *SIZED)
 
 
-def _args(event: dict) -> dict:
+def _args(event: dict[str, Any]) -> dict[str, Any]:
     """An action's arguments: ``args``, or the event itself in older flat histories (the
     resolver's ``{"action": "run", "command": ...}``)."""
     args = event.get("args")
     return args if isinstance(args, dict) else event
 
 
-def _command(args: dict) -> str | None:
+def _command(args: dict[str, Any]) -> str | None:
     """A ``run`` action's shell command; None for input typed into a running process, which
     is no command of its own (replayed by its size)."""
     command = args.get("command")
     return command if isinstance(command, str) and args.get("is_input") is not True else None
 
 
-def _observation(events: list[dict], index: int) -> int | None:
+def _observation(events: list[dict[str, Any]], index: int) -> int | None:
     """Where the observation of the action at ``index`` is: the one whose ``cause`` is its
     id, else the next observation before another action."""
     ident = events[index].get("id")
@@ -141,7 +145,7 @@ def stamp(value: Any, where: str) -> float | None:
     return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
-def _exit_code(observation: dict | None) -> int | None:
+def _exit_code(observation: dict[str, Any] | None) -> int | None:
     """``extras.metadata.exit_code``, ``extras.exit_code``, or older flat events' own."""
     if observation is None:
         return None
@@ -154,7 +158,7 @@ def _exit_code(observation: dict | None) -> int | None:
     return exit_code(extras.get("exit_code"))
 
 
-def _file_edit(name: str, args: dict, event: dict) -> FileEdit | None:
+def _file_edit(name: str, args: dict[str, Any], event: dict[str, Any]) -> FileEdit | None:
     """The file step of a ``read``, ``write`` or ``edit`` action (None: replayed by size)."""
     if name == "read":
         return edit_of({"command": "view", "path": args.get("path")})
@@ -166,7 +170,7 @@ def _file_edit(name: str, args: dict, event: dict) -> FileEdit | None:
     return edit_of(_tool_arguments(event) or {})
 
 
-def _tool_arguments(event: dict) -> dict | None:
+def _tool_arguments(event: dict[str, Any]) -> dict[str, Any] | None:
     """The arguments of the model's tool call an action came from (``tool_call_metadata``),
     where the action's own ``args`` leave them out."""
     metadata = event.get("tool_call_metadata")

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import TrajectoryError
 from . import openhands
 from .model import (
     Clock,
     Interval,
     RecordedStep,
     RecordedTrajectory,
-    TrajectoryError,
     byte_length,
     exit_code,
     fail,
@@ -65,13 +65,13 @@ def matches(row: Any) -> bool:
     )
 
 
-def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+def parse(row: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded actions of one ``output.jsonl`` row."""
     return parse_events(row["history"], where, trajectory_id, source, field="history")
 
 
 def parse_events(
-    events: list, where: str, trajectory_id: str, source: str, field: str = ""
+    events: list[Any], where: str, trajectory_id: str, source: str, field: str = ""
 ) -> RecordedTrajectory:
     """The tool calls of an event list, each with its answer: think time is the action's
     timestamp minus the conversation event's before it, command time its answer's minus the
@@ -109,7 +109,7 @@ def parse_events(
                               wall_s=clock.wall_s)  # fmt: skip
 
 
-def _answers(events: list[dict]) -> dict[str, int]:
+def _answers(events: list[dict[str, Any]]) -> dict[str, int]:
     """Where each action's answer is, by the action's ``id`` (``action_id``) and by its
     ``tool_call_id`` (an ``AgentErrorEvent`` names only that)."""
     found: dict[str, int] = {}
@@ -122,7 +122,7 @@ def _answers(events: list[dict]) -> dict[str, int]:
     return found
 
 
-def _started(events: list[dict], action: int, answer: int) -> int:
+def _started(events: list[dict[str, Any]], action: int, answer: int) -> int:
     """When the tool of the action at ``action`` started: the newest conversation event
     before its answer (another call's answer when one model response made several calls,
     which run one after the other), the action itself at the earliest."""
@@ -132,7 +132,9 @@ def _started(events: list[dict], action: int, answer: int) -> int:
     return action
 
 
-def _step(tool: str, action: dict, seen: dict | None, times: dict) -> RecordedStep:
+def _step(
+    tool: str, action: dict[str, Any], seen: dict[str, Any] | None, times: dict[str, Any]
+) -> RecordedStep:
     size = _size(seen) if seen is not None else None
     command = action.get("command")
     if tool in SHELL_TOOLS and isinstance(command, str) and action.get("is_input") is not True:
@@ -142,7 +144,7 @@ def _step(tool: str, action: dict, seen: dict | None, times: dict) -> RecordedSt
     return RecordedStep(edit=edit, output_bytes=size, **times)
 
 
-def _size(answer: dict) -> int:
+def _size(answer: dict[str, Any]) -> int:
     """Bytes of an answer: its observation's ``content`` parts (``output`` in early SDKs), or
     the error's text."""
     if answer["kind"] == ERROR:
@@ -154,12 +156,12 @@ def _size(answer: dict) -> int:
     return byte_length(content if content is not None else observation.get("output"))
 
 
-def _exit_code(answer: dict | None) -> int | None:
+def _exit_code(answer: dict[str, Any] | None) -> int | None:
     observation = answer.get("observation") if answer is not None else None
     return exit_code(observation.get("exit_code")) if isinstance(observation, dict) else None
 
 
-def _stamp(event: dict, where: str) -> float | None:
+def _stamp(event: dict[str, Any], where: str) -> float | None:
     try:
         return openhands.stamp(event.get("timestamp"), where)
     except TrajectoryError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.record import Rollout, Step
 from ..errors import ReplayFailure, RolloutTaxError, StepTimeout, reason_of
@@ -88,12 +88,14 @@ class ReplayInfo:
         )
 
     def diverged(self, kinds: list[str]) -> None:
-        """Count one divergent step, of ``kinds``."""
+        """Count one divergent step, of ``kinds`` (an exact replay's: only it counts them)."""
+        if self.divergent_steps is None or self.divergence is None:
+            raise ValueError(f"a {self.mode} replay counts no divergent steps")
         self.divergent_steps += 1
         for kind in kinds:
             self.divergence[kind] += 1
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -127,10 +129,10 @@ def replay(sandbox: Sandbox, trajectory: RecordedTrajectory, mode: Mode) -> Repl
 
 def _run(sandbox: Sandbox, recorded: RecordedStep, mode: Mode) -> int:
     """Replay one action; its exit code."""
-    if mode == "shape" or (recorded.command is None and recorded.edit is None):
-        return sandbox.exec(shape_command(recorded.output_bytes, recorded.exit_code)).exit_code
-    if recorded.edit is not None:
+    if mode != "shape" and recorded.edit is not None:
         return _edit(sandbox, recorded.edit)
+    if mode == "shape" or recorded.command is None:  # shape, or neither command nor edit
+        return sandbox.exec(shape_command(recorded.output_bytes, recorded.exit_code)).exit_code
     return sandbox.exec(harness_command(recorded.command)).exit_code
 
 

@@ -55,7 +55,7 @@ def matches(data: Any) -> bool:
     )
 
 
-def parse(data: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+def parse(data: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded actions of a SWE-agent trajectory; an empty action (nothing ran) is none."""
     steps = []
     for index, step in enumerate(data["trajectory"]):

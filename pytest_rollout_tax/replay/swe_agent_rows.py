@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .model import RecordedStep, RecordedTrajectory, byte_length, fail
+from .model import RecordedStep, RecordedTrajectory, byte_length, fail, not_a_trajectory
 from .swe_agent import tool_of
 
 ROLES = ("system", "user", "ai")
@@ -22,7 +22,7 @@ _STATE = re.compile(
 NO_OUTPUT = "Your command ran successfully and did not produce any output."
 
 
-def turns_of(row: Any) -> list | None:
+def turns_of(row: Any) -> list[dict[str, Any]] | None:
     """A row's turns (its ``trajectory``), or None if it is no SWE-agent 0.x row."""
     turns = row.get("trajectory") if isinstance(row, dict) else None
     if not isinstance(turns, list) or not turns:
@@ -50,9 +50,11 @@ def output(text: str) -> str:
     return "" if text.strip() == NO_OUTPUT else text
 
 
-def parse(row: dict, where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
+def parse(row: dict[str, Any], where: str, trajectory_id: str, source: str) -> RecordedTrajectory:
     """The recorded actions of one row; an ``ai`` turn without a fenced block ran nothing."""
     turns = turns_of(row)
+    if turns is None:  # ``matches`` said it is one
+        raise not_a_trajectory(where, "no SWE-agent trajectory of ai and user turns")
     steps, unread = [], None
     for index, turn in enumerate(turns):
         if turn["role"] != "ai":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..core.price import SECONDS_PER_HOUR
 from ..core.stats import percentile
@@ -35,7 +36,7 @@ class RunFigures:
     gpus: int | None
     idle_gpu_hours: float | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "stragglers": list(self.stragglers)}
 
 
@@ -62,7 +63,9 @@ def figures(records: Sequence[StepRecord], gpus: int | None = None) -> RunFigure
         compute_s=total([r.compute_s for r in records]),
         wait_share_p50=percentile(shares, 50) if shares else None,
         wait_share_p90=percentile(shares, 90) if shares else None,
-        environment_share=tool / (tool + gen) if both and tool + gen > 0 else None,
+        environment_share=(
+            tool / (tool + gen) if tool is not None and gen is not None and tool + gen > 0 else None
+        ),
         tool_s=tool,
         trajectory_generation_s=gen,
         stragglers=tuple(r.step for r in records if r.straggler),

@@ -25,7 +25,7 @@ VERL_PAIR = re.compile(rf"(?P<key>[^\s:]+):(?:np\.\w+\()?(?P<value>{NUMBER})")
 
 def read(path: Path, text: str) -> list[Row]:
     """A row per metrics line; other lines are skipped (a log says much else)."""
-    rows = []
+    rows: list[Row] = []
     for line in text.splitlines():
         line = ANSI.sub("", line)
         if found := SLIME.search(line):

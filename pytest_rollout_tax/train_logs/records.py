@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from .stacks import Stack
 
@@ -39,7 +40,7 @@ class StepRecord:
         tool, gen = self.slowest_tool_s, self.slowest_generation_s
         return tool is not None and gen is not None and tool > gen
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..report.document import Report
 from ..report.projection import DEFAULT_STEPS
@@ -46,7 +47,7 @@ class Training:
     #: Why there is no what-if, when there is none.
     no_what_if: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "files": list(self.log.paths),
             "kinds": list(self.log.kinds),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from ..core.price import SECONDS_PER_HOUR
 from ..errors import TrainLogError
@@ -46,7 +47,7 @@ class WhatIf:
     #: GPU-hours the trainer would idle less over the run (< 0: more), with the GPU count.
     gpu_hours_saved: float | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
