@@ -109,6 +109,7 @@ def test_history_command_finds_the_planted_step(tmp_path):
     status, out, err = cli("history", "--storage", str(store), "--json", str(report))
     assert status == 0, err
     assert "history of 14 saved run(s)" in out
+    assert "testbed unknown:" in out  # saved before testbeds were recorded
     row = next(line for line in out.splitlines() if line.startswith("docker.cold_start.p50"))
     assert row.split()[1] == names[8] and "+3" in row.split()[4]  # +40% planted
     data = json.loads(report.read_text())
@@ -118,7 +119,9 @@ def test_history_command_finds_the_planted_step(tmp_path):
     assert cold[0]["before"] == pytest.approx(0.5, rel=0.03)
     assert cold[0]["after"] == pytest.approx(0.7, rel=0.03)
     assert cold[0]["p"] < history.MAX_P
-    assert set(cold[0]) == {"metric", "run", "before", "after", "p"}
+    assert cold[0]["testbed"] == "unknown" and cold[0]["beyond_noise"] is True
+    assert cold[0]["created"] and cold[0]["change"] == pytest.approx(0.4, abs=0.03)
+    assert data["testbeds"] == {"unknown": 14}
     assert not [c for c in data["change_points"] if ".step." in c["metric"]]
 
 
