@@ -68,6 +68,14 @@ def latest(history: History, report: Report) -> Latest:
         points += found
         if not found:
             notes.append(f"change points: {substrate} on [{bed}]: none over {runs} saved run(s)")
+            continue
+        seen = {c.metric for c in found}
+        none = [
+            m.split(".", 1)[1] for _, m in keys if m not in seen and history.counts.get((bed, m))
+        ]
+        if none:
+            notes.append(f"change points: {substrate} on [{bed}]: none in {', '.join(none)} "
+                         f"over {runs} saved run(s)")  # fmt: skip
     return Latest(tuple(points), tuple(notes), len(history.runs))
 
 

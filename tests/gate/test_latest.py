@@ -42,6 +42,27 @@ def test_the_latest_of_two_change_points_is_given_with_its_size_run_and_date() -
     assert "x the run-to-run noise: beyond it; t-test p=" in line
     assert line.endswith("at 0017_run (2026-12-17T00:00:00Z)")
     assert said.to_dict()["latest_change_points"][0]["testbed"] == bed
+    assert not [x for x in said.lines() if x.startswith("change points:")]  # every series moved
+
+
+def test_a_series_without_a_change_point_is_named() -> None:
+    """Only the cold start steps up (and the worker-hours it is part of): the testbed's other
+    series are named as having none."""
+    runs = []
+    for name, made in (run(1.0, 4, i) for i in range(1, 13)):
+        k = 2.0 if int(name[:4]) > 6 else 1.0
+        cold = [dataclasses.replace(r, cold_start_s=c * k)
+                for r, c in zip(rollouts("local", COLD), COLD, strict=True)]  # fmt: skip
+        runs.append((name, beds.stamped(dataclasses.replace(report(cold), machine=made.machine))))
+    said = latest.latest(history.analyze(runs), runs[-1][1])
+    assert {c.metric for c in said.points} == {
+        "local.cold_start.p50", "local.cold_start.p95", "local.worker_hours.mean"
+    }  # fmt: skip
+    bed = history.testbed_key(runs[-1][1], "local")
+    assert said.notes == (
+        f"change points: local on [{bed}]: none in action.p50, action.p95, step.p50, step.p95, "
+        "teardown.p50, teardown.p95 over 12 saved run(s)",
+    )
 
 
 def test_only_this_runs_testbed_is_reported() -> None:
