@@ -5,7 +5,6 @@ and the run it happened at (docs/gating.md#change-points-on-every-gated-run)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..report.document import Report
 from ..text.units import percent, value
@@ -27,16 +26,9 @@ class Latest:
         """The gate's lines: one per change point, then the notes."""
         return [*(point_line(c) for c in self.points), *self.notes]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "runs": self.runs,
-            "latest_change_points": [c.to_dict() for c in self.points],
-            "notes": list(self.notes),
-        }
-
 
 def point_line(c: ChangePoint) -> str:
-    """``change point: local step.p95 on <testbed>: 3.1ms -> 6.2ms (+100.0%, 9.3x the run-to-run
+    """``change point: local step.p95 on [<testbed>]: 3.1ms -> 6.2ms (+100.0%, 9.3x the run-to-run
     noise: beyond it; t-test p=1e-05) at 0007_ab12 (2026-12-06T05:00:00Z)``."""
     unit = c.metric.split(".")[-2]
     substrate, figure = c.metric.split(".", 1)

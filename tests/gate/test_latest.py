@@ -41,7 +41,7 @@ def test_the_latest_of_two_change_points_is_given_with_its_size_run_and_date() -
     assert f"on [{bed}]: " in line and "(-24.8%, " in line
     assert "x the run-to-run noise: beyond it; t-test p=" in line
     assert line.endswith("at 0017_run (2026-12-17T00:00:00Z)")
-    assert said.to_dict()["latest_change_points"][0]["testbed"] == bed
+    assert cold[0].to_dict()["testbed"] == bed and cold[0].to_dict()["beyond_noise"] is True
     assert not [x for x in said.lines() if x.startswith("change points:")]  # every series moved
 
 
