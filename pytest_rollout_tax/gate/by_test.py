@@ -3,17 +3,20 @@ in the comparison; compare.py judges a crossing check again on each test's side.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..core.record import workload_of
 from ..report.document import Report
 from ..report.projection import Scale
 from ..text.units import percent, seconds
-from .sides import Side, rollout_samples
+from .sides import Samples, Side, rollout_samples
 
 #: The figures of a test's comparison line.
 FIGURES = (("cold_start", "p50"), ("step", "p50"))
 
 
-def rollout_test(item: dict) -> str:
+def rollout_test(item: Mapping[str, Any]) -> str:
     """A rollout's test without its ``<substrate>-<round>`` parameter: ``t.py::test_x``."""
     workload = workload_of(item.get("test", "?"), item.get("substrate", ""), item.get("round", 1))
     return workload.replace("[]", "").replace("-]", "]")
@@ -21,7 +24,7 @@ def rollout_test(item: dict) -> str:
 
 def sides_by_test(report: Report, scale: Scale) -> dict[str, dict[str, Side]]:
     """Per substrate, each test's side (its rollouts alone), tests in the report's order."""
-    grouped: dict[str, dict[str, list[dict]]] = {}
+    grouped: dict[str, dict[str, list[Samples]]] = {}
     for item in report.rollouts:
         tests = grouped.setdefault(item["substrate"], {})
         tests.setdefault(rollout_test(item), []).append(rollout_samples(item))

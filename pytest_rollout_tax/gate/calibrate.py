@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.noise import ALPHA, MIN_SAMPLES
 from ..core.record import workload_of
@@ -121,7 +122,7 @@ class Calibration:
     #: Per substrate and check: the noise and the rounds to see the threshold (power.py).
     needs: tuple[Need, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "comparisons": self.comparisons,
             "false_alarm_rate": self.false_alarms.rate,

@@ -18,6 +18,7 @@ from ..text.width import MIN_WIDTH, terminal_width, wrap
 from .by_test import lines_by_test, sides_by_test
 from .checks import METRICS, PROJECTED, STATS, Check
 from .judge import Outcome, Run, judge
+from .latest import Latest
 from .lines import Tally, change, gate_lines
 from .sides import Side, sides
 from .testbed import testbed_notes
@@ -81,6 +82,8 @@ class Verdict:
     state: State = "compared"
     #: The checks given (counted when none was judged: no common substrate, no baseline).
     checks: int = 0
+    #: On a gated run: the latest change point of each series in the saved runs' history.
+    history: Latest | None = None
 
     @property
     def tally(self) -> Tally:
@@ -98,8 +101,8 @@ class Verdict:
 
     @property
     def summary_lines(self) -> list[str]:
-        """The summary's lines as printed: each fitted to the width."""
-        return fit(self.summary, self.width)
+        """The summary's lines as printed, then the history's: each fitted to the width."""
+        return fit([*self.summary, *(self.history.lines() if self.history else [])], self.width)
 
     @property
     def regression_lines(self) -> list[str]:
@@ -167,10 +170,9 @@ def compare_reports(
     gate = [*control_lines(control, before, after), *gate_lines(outcomes, len(checks))]
     state = Tally.of(outcomes).state if outcomes else "not applicable"
     failed = state == "failed"
-    kept = dict(outcomes=outcomes, width=width, state=state, checks=len(checks))
     if failed:
-        return Verdict(lines, gate, failed=True, **kept)
-    return Verdict(lines + gate, **kept)
+        return Verdict(lines, gate, True, outcomes, width, state, len(checks))
+    return Verdict(lines + gate, [], False, outcomes, width, state, len(checks))
 
 
 def control_lines(
@@ -215,7 +217,8 @@ def table(name: str, before: Side, after: Side, width: int = MIN_WIDTH) -> list[
 
 def _tabulate(headers: Sequence[str], rows: list[list[str]]) -> list[str]:
     align = ("left",) + ("right",) * (len(headers) - 1)
-    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align).splitlines()
+    text: str = tabulate(rows, headers=headers, tablefmt="simple", colalign=align)
+    return text.splitlines()
 
 
 def _widest(lines: Iterable[str]) -> int:

@@ -1,6 +1,9 @@
-"""Change points over the history of saved runs, per substrate and metric (``history``).
+"""Change points over the history of saved runs, per testbed, substrate and metric
+(``history``).
 
-Each saved run is one point of each series (``docker.cold_start.p50``), oldest first. Candidate
+Each saved run is one point of each series (``docker.cold_start.p50``) of the testbed it was
+measured on (testbed.py), oldest first: runs from two testbeds are never one series, and runs
+saved before testbeds were recorded are the ``unknown`` testbed's. Candidate
 change points come from PELT (``ruptures``, l2 cost) on the series in units of its run-to-run
 noise; a candidate is kept only when a Student t-test of the runs between it and its neighbours
 gives p < ``max_p``, the weakest dropped first until every one left passes, the way Apache Otava
@@ -15,6 +18,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from tabulate import tabulate
 
@@ -24,11 +28,16 @@ from ..report.projection import Scale, project
 from ..report.schema import SAMPLE_METRICS
 from ..text.units import percent, value
 from .sides import Side
-from .storage import SavedRun, Storage, load
+from .storage import Storage, load
+from .testbed import UNKNOWN, testbed_of
 
 #: A change point counts when the t-test between its neighbouring segments gives p below this
 #: (Apache Otava's default): about one false change point per thousand runs and series.
 MAX_P = 0.001
+#: The fewest runs of a series on one testbed that change points are looked for in.
+MIN_RUNS = 3
+#: A change point's size beyond this many run-to-run sigmas shows in a single run.
+BEYOND_NOISE = 2.0
 #: PELT's penalty per change point, times log(runs), in units of the noise's variance.
 PENALTY = 3.0
 #: The series of every substrate: (metric, stat); worker-hours at the newest run's projection.
@@ -136,35 +145,65 @@ def _mean(values: Sequence[float]) -> float:
 
 @dataclass(frozen=True)
 class ChangePoint:
-    """A ``change_points[]`` item: series ``<substrate>.<metric>.<stat>``, first run after."""
+    """A ``change_points[]`` item: series ``<substrate>.<metric>.<stat>`` on ``testbed``, from
+    its first run after (``run``, saved at ``created``); ``noise``: the series' run-to-run
+    sigma."""
 
+    testbed: str
     metric: str
     run: str
     before: float
     after: float
     p: float
+    noise: float = 0.0
+    created: str | None = None
 
     @property
     def change(self) -> float:
         return (self.after - self.before) / self.before if self.before else math.inf
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    @property
+    def sigmas(self) -> float:
+        """The step in run-to-run sigmas (inf: a series without run-to-run noise)."""
+        return abs(self.after - self.before) / self.noise if self.noise else math.inf
+
+    @property
+    def beyond_noise(self) -> bool:
+        """A step a single run shows: more than BEYOND_NOISE run-to-run sigmas."""
+        return self.sigmas > BEYOND_NOISE
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "change": self.change, "beyond_noise": self.beyond_noise}
+
+
+#: A series: (testbed, ``<substrate>.<metric>.<stat>``).
+Key = tuple[str, str]
 
 
 @dataclass(frozen=True)
 class History:
-    """The saved runs in order, the ones that could not be read, and the change points."""
+    """The saved runs in order, the ones that could not be read, the change points, and each
+    series' count of runs (per testbed)."""
 
     runs: list[str]
     unusable: list[str]
     change_points: list[ChangePoint]
+    counts: dict[Key, int]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        testbeds: dict[str, int] = {}
+        for (bed, _), n in self.counts.items():
+            testbeds[bed] = max(testbeds.get(bed, 0), n)
         return {
             "runs": self.runs,
+            "testbeds": testbeds,
             "change_points": [c.to_dict() for c in self.change_points],
         }
+
+    def latest(self, key: Key) -> ChangePoint | None:
+        """The newest change point of one series (None: none)."""
+        found = [c for c in self.change_points if (c.testbed, c.metric) == key]
+        return found[-1] if found else None
 
 
 def run_name(path: Path) -> str:
@@ -172,13 +211,21 @@ def run_name(path: Path) -> str:
     return path.stem
 
 
+def testbed_key(report: Report, substrate: str) -> str:
+    """The testbed a series is kept under: the recorded one's short name, or ``unknown``."""
+    bed = testbed_of(report, substrate)
+    return bed.key() if bed is not None else UNKNOWN
+
+
 def series_of(
     runs: Iterable[tuple[str, Report]], scale: Scale
-) -> dict[str, list[tuple[str, float]]]:
-    """Every series ``<substrate>.<metric>.<stat>`` as (run, value) pairs, oldest first."""
-    series: dict[str, list[tuple[str, float]]] = {}
+) -> dict[Key, list[tuple[str, float]]]:
+    """Every series (testbed, ``<substrate>.<metric>.<stat>``) as (run, value) pairs, oldest
+    first."""
+    series: dict[Key, list[tuple[str, float]]] = {}
     for name, report in runs:
         for substrate, entry in report.substrates.items():
+            bed = testbed_key(report, substrate)
             side = Side(
                 stats={metric: getattr(entry, metric) for metric in SAMPLE_METRICS},
                 worker_hours=project(entry.means(), scale).worker_hours,
@@ -186,56 +233,65 @@ def series_of(
             for metric, stat in SERIES:
                 figure = side.value(metric, stat)
                 if figure is not None:
-                    series.setdefault(f"{substrate}.{metric}.{stat}", []).append((name, figure))
+                    key = (bed, f"{substrate}.{metric}.{stat}")
+                    series.setdefault(key, []).append((name, figure))
     return series
 
 
 def analyze(
-    runs: Sequence[SavedRun], unusable: Sequence[str] = (), max_p: float = MAX_P
+    runs: Sequence[tuple[str, Report]], unusable: Sequence[str] = (), max_p: float = MAX_P
 ) -> History:
-    """The change points of every series of ``runs`` (oldest first)."""
-    named = [(run_name(run.path), run.report) for run in runs]
-    scale = runs[-1].report.projection if runs else Scale()
+    """The change points of every series of ``runs`` (named, oldest first), per testbed."""
+    scale = runs[-1][1].projection if runs else Scale()
+    created = {name: report.created for name, report in runs}
     found = []
-    for metric, points in series_of(named, scale).items():
+    all_series = series_of(runs, scale)
+    for (bed, metric), points in all_series.items():
         values = [value for _, value in points]
+        sigma = _noise(values) if len(values) > 1 else 0.0
         for shift in shifts(values, max_p):
-            found.append(
-                ChangePoint(metric, points[shift.index][0], shift.before, shift.after, shift.p)
-            )
-    order = {name: index for index, (name, _) in enumerate(named)}
-    found.sort(key=lambda c: (order[c.run], c.metric))
-    return History([name for name, _ in named], list(unusable), found)
+            run = points[shift.index][0]
+            found.append(ChangePoint(bed, metric, run, shift.before, shift.after, shift.p,
+                                     sigma, created.get(run)))  # fmt: skip
+    order = {name: index for index, (name, _) in enumerate(runs)}
+    found.sort(key=lambda c: (order[c.run], c.testbed, c.metric))
+    counts = {key: len(points) for key, points in all_series.items()}
+    return History([name for name, _ in runs], list(unusable), found, counts)
 
 
-def of_storage(storage: Storage, max_p: float = MAX_P) -> History:
-    """The history of every readable saved run in ``storage``, oldest first."""
+def of_storage(
+    storage: Storage, max_p: float = MAX_P, extra: Sequence[tuple[str, Report]] = ()
+) -> History:
+    """The history of every readable saved run in ``storage``, oldest first, then ``extra``
+    (this run, when it was not saved)."""
     runs, unusable = [], []
     for path in storage.paths():
         try:
-            runs.append(load(path))
+            runs.append((run_name(path), load(path).report))
         except RolloutTaxError as exc:
             unusable.append(str(exc))
-    return analyze(runs, unusable, max_p)
+    return analyze([*runs, *extra], unusable, max_p)
 
 
 def render(history: History, storage: Storage, max_p: float = MAX_P) -> list[str]:
-    """The table ``history`` prints: one row per change point, oldest first."""
+    """The table ``history`` prints: per testbed, one row per change point, oldest first."""
     lines = [
         f"history of {len(history.runs)} saved run(s) in {storage}, oldest first; "
-        f"change points at p < {max_p:g}"
+        f"change points at p < {max_p:g}, per testbed"
     ]
     lines += [f"skipped, unusable: {reason}" for reason in history.unusable]
     if not history.change_points:
         lines.append("no change point")
         return lines
-    rows = [
-        [c.metric, c.run, value(_unit(c.metric), c.before), value(_unit(c.metric), c.after),
-         percent(c.before, c.after), f"{c.p:.2g}"]
-        for c in history.change_points
-    ]  # fmt: skip
-    headers = ("metric", "run", "before", "after", "change", "p")
-    lines += tabulate(rows, headers=headers, tablefmt="simple").splitlines()
+    headers = ("metric", "run", "before", "after", "change", "x noise", "p")
+    for bed in dict.fromkeys(c.testbed for c in history.change_points):
+        rows = [
+            [c.metric, c.run, value(_unit(c.metric), c.before), value(_unit(c.metric), c.after),
+             percent(c.before, c.after), f"{c.sigmas:.1f}", f"{c.p:.2g}"]
+            for c in history.change_points if c.testbed == bed
+        ]  # fmt: skip
+        lines += ["", f"testbed {bed}:"]
+        lines += str(tabulate(rows, headers=headers, tablefmt="simple")).splitlines()
     return lines
 
 
@@ -245,22 +301,22 @@ def _unit(series: str) -> str:
 
 
 def new_change_points(
-    storage: Storage, saved: Sequence[Path], max_p: float = MAX_P
+    found: History, storage: Storage, saved: Sequence[Path], max_p: float = MAX_P
 ) -> tuple[list[str], list[str]]:
-    """The mainline gate: change points that start at a just-saved run in ``storage``.
+    """The mainline gate: change points of ``found`` (``storage``'s history) that start at a
+    just-saved run.
 
     Returns the summary lines and the regression lines (one per series that got slower; a
     series that got faster is only reported).
     """
-    found = of_storage(storage, max_p)
     names = {run_name(path) for path in saved}
     new = [c for c in found.change_points if c.run in names]
-    where = f"over {len(found.runs)} saved run(s) in {storage}"
+    where = f"over {len(found.runs)} saved run(s) in {storage}, per testbed"
 
     def line(c: ChangePoint) -> str:
         unit = _unit(c.metric)
         return (
-            f"{c.metric}: {value(unit, c.before)} -> {value(unit, c.after)} "
+            f"{c.metric} on [{c.testbed}]: {value(unit, c.before)} -> {value(unit, c.after)} "
             f"({percent(c.before, c.after)}) from {c.run}, t-test p={c.p:.2g} < {max_p:g}"
         )
 

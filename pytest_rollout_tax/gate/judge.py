@@ -115,16 +115,16 @@ def evaluate(
     """Whether ``check`` passes on ``substrate``, like with like (after ``drift``, if any)."""
     common = [t for t in after.tests if t in before.tests]
     both = bool(before.tests) and bool(after.tests)  # else a run without rollouts[]
-    kept_out = {
-        "only_baseline": tuple(t for t in before.tests if t not in after.tests and both),
-        "only_now": tuple(t for t in after.tests if t not in before.tests and both),
-    }
+    only_baseline = tuple(t for t in before.tests if t not in after.tests and both)
+    only_now = tuple(t for t in after.tests if t not in before.tests and both)
     then, now = before.like_with(after)
     base, current = then.value(check.metric, check.stat), now.value(check.metric, check.stat)
     if base is None or current is None:
         side = "baseline" if base is None else "current run"
         why = f"no {check.metric} in the {side}"
-        return Outcome(substrate, check, "skipped", why=why, **kept_out)
+        return Outcome(
+            substrate, check, "skipped", why=why, only_baseline=only_baseline, only_now=only_now
+        )
     scale = 1 / drift if drift else 1.0
     current *= scale
     pairs = [(t, before.tests[t], after.tests[t]) for t in common] or [("all", then, now)]
@@ -139,19 +139,25 @@ def evaluate(
     counts = (sum(len(s.baseline) for s in strata), sum(len(s.now) for s in strata))
     groups = [Group(tuple(_units(b, check)), tuple(x * scale for x in _units(a, check)))
               for _, b, a in pairs]  # fmt: skip
-    found = dict(
+    passed = Outcome(
+        substrate,
+        check,
+        "passed",
+        base,
+        current,
         counts=counts,
         samples=(_count(then, check.metric), _count(now, check.metric)),
         tests=tuple(_test_change(check, t, b, a, scale) for t, b, a in pairs if common),
+        only_baseline=only_baseline,
+        only_now=only_now,
         sensitivity=sensitivity(groups, ALPHA, check.threshold.share(base, check.metric)),
         drift=drift,
-        **kept_out,
     )
     if not check.threshold.crossed(base, current, check.metric):
-        return Outcome(substrate, check, "passed", base, current, **found)
+        return passed
     proof = _evidence(strata)
     status: Status = "failed" if proof.credible else "noise"
-    return Outcome(substrate, check, status, base, current, proof, **found)
+    return dataclasses.replace(passed, status=status, evidence=proof)
 
 
 def _count(side: Side, metric: str) -> int:
@@ -204,9 +210,10 @@ def judge(
     """The outcome of every check on every substrate both sides measured (the control's
     change divided out of the others, the control itself not gated): the whole gate."""
     common = [name for name in after if name in before and name != control]
-    controlled = control is not None and control in before and control in after
     outcomes = []
     for check in checks:
-        drift = drift_of(check, before[control], after[control]) if controlled else None
+        drift = None
+        if control is not None and control in before and control in after:
+            drift = drift_of(check, before[control], after[control])
         outcomes += [evaluate(check, n, before[n], after[n], drift) for n in common]
     return outcomes

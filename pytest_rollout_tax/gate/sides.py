@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
@@ -23,6 +24,9 @@ from ..report.projection import (
 from ..report.ranking import rank, report_units
 from ..report.schema import SAMPLE_METRICS
 
+#: One rollout's raw samples, per metric.
+Samples = Mapping[str, Sequence[float]]
+
 
 @dataclass(frozen=True)
 class Side:
@@ -31,7 +35,7 @@ class Side:
     stats: dict[str, Stats | None]
     worker_hours: float | None
     #: Each rollout's raw samples, per metric: the noise test's unit is the rollout.
-    rollouts: tuple[dict[str, Sequence[float]], ...] = ()
+    rollouts: tuple[Samples, ...] = ()
     #: Steps per rollout in the projection: a rollout's worker time for ``worker_hours``.
     steps: int = 0
     #: The projection in dollars (None: no price).
@@ -82,15 +86,17 @@ class Side:
         return figures
 
     @classmethod
-    def of(cls, rollouts: Sequence[dict[str, Sequence[float]]], scale: Scale) -> Side:
+    def of(cls, rollouts: Sequence[Samples], scale: Scale) -> Side:
         """The side ``rollouts`` (raw samples per metric) make; worker-hours at ``scale``."""
         stats = {
             metric: Stats.of(v for rollout in rollouts for v in rollout.get(metric, ()))
             for metric in SAMPLE_METRICS
         }
         means = Means(
-            *(stats[m].mean if stats[m] else None for m in ("cold_start", "action", "step")),
-            teardown_s=stats["teardown"].mean if stats["teardown"] else 0.0,
+            cold_start_s=_mean(stats["cold_start"]),
+            action_s=_mean(stats["action"]),
+            step_s=_mean(stats["step"]),
+            teardown_s=_mean(stats["teardown"]) or 0.0,
         )
         hours = worker_hours(means, scale)
         return cls(
@@ -101,10 +107,14 @@ class Side:
         )
 
 
-def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
+def _mean(stats: Stats | None) -> float | None:
+    return stats.mean if stats else None
+
+
+def rollout_samples(item: Mapping[str, Any]) -> dict[str, tuple[float, ...]]:
     """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
-    samples = {
-        metric: (item[f"{metric}_s"],)
+    samples: dict[str, tuple[float, ...]] = {
+        metric: (float(item[f"{metric}_s"]),)
         for metric in ("cold_start", "teardown", "trajectory")
         if item.get(f"{metric}_s") is not None
     }
@@ -125,7 +135,7 @@ def sides(report: Report, scale: Scale) -> dict[str, Side]:
 
 
 def _side(
-    entry: SubstrateEntry, projected: Projected, rollouts: Sequence[dict], scale: Scale
+    entry: SubstrateEntry, projected: Projected, rollouts: Sequence[Samples], scale: Scale
 ) -> Side:
     """One substrate's side: its stats, and its hours and dollars from one projection."""
     return Side(

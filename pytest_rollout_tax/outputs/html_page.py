@@ -53,6 +53,7 @@ def pytest_rollout_tax_report(config: pytest.Config, outcome: SessionOutcome) ->
             train_log=training_lines(section)
             if (section := section_of(config, outcome.report))
             else (),
+            history=outcome.verdict.history,
         )
         written = html.write(path, page)
     except OSError as exc:

@@ -18,6 +18,7 @@ from ..core.stats import Stats
 from ..errors import PlotsUnavailable
 from ..gate.compare import Verdict, table_rows
 from ..gate.compare import notes as comparison_notes
+from ..gate.latest import Latest
 from ..gate.lines import gate_lines
 from ..gate.sides import Side, sides
 from ..report.document import Report
@@ -26,7 +27,7 @@ from ..report.records import knee
 from ..summary.lines import ranked_names
 from ..summary.sections import Summary, fleet_lines, shares_line, summarize, tax_cap_note
 from ..text.units import hours, seconds
-from . import plots, training
+from . import changes, plots, training
 from .leaderboard import board, verdict_line
 from .markup import e, notes, table
 from .style import CSS, FRAGMENT_CSS
@@ -52,11 +53,13 @@ def render(
     title: str = "Rollout tax",
     summary: Summary | None = None,
     train_log: Sequence[str] = (),
+    history: Latest | None = None,
 ) -> str:
     """The page of ``report``; with ``baseline`` (a report) its figures' changes, ECDFs and
     worker-hours overlaid, and ``verdict`` (the comparison's) shown first. The page lays out
     the sections of ``summary`` (None: the report's), as the terminal does; ``train_log``, a
-    training run's lines (``summary/train_log.py``), is a section of its own."""
+    training run's lines (``summary/train_log.py``), is a section of its own; ``history``, a
+    gated run's latest change points, too."""
     substrates = report.substrates
     summary = summary or summarize(report)
     ranked = [name for name, _ in summary.rows]
@@ -86,6 +89,7 @@ def render(
         caveats = comparison_notes(baseline, report) if baseline else []
         sections.append(("gate", "Against the baseline",
                          _gate(baseline_label, verdict, before, now, caveats)))  # fmt: skip
+    sections.append(("change-points", "Change points", changes.section(history)))
     sections.append(("machine", "Machine and commit", _machine(report)))
     sections = [section for section in sections if section[2]]
     nav = " ".join(f'<a href="#{anchor}">{name}</a>' for anchor, name, _ in sections)

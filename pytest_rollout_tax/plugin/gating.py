@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from .. import flags
-from ..errors import ConfigError, RolloutTaxError
-from ..gate.compare import Check, Verdict, compare_reports, run_label
-from ..gate.storage import NAME_PATTERN, NoSavedRun, SavedRun, Storage
+from ..errors import ConfigError, NoSavedRun, RolloutTaxError
+from ..gate.compare import Check, State, Verdict, compare_reports, run_label
+from ..gate.storage import NAME_PATTERN, SavedRun, Storage
 from ..report.document import Report
 from ..text.width import terminal_width
 
@@ -56,9 +56,8 @@ class Gate:
         store = Storage.at(storage)
         if compare is not None:
             compare = check_compare(compare)
-        kept = {"strict": strict, "control": control}
         if not load_baseline:
-            return cls(store, compare, checks, **kept)
+            return cls(store, compare, checks, strict=strict, control=control)
         baseline, warning = None, None
         if compare is not None:
             try:
@@ -67,7 +66,7 @@ class Gate:
                 if checks and not allow:
                     raise ConfigError(missing_error(store, compare, exc)) from None
                 warning = f"rollout-tax: {exc}: nothing to compare (this run is not failed)"
-        return cls(store, compare, checks, baseline, warning, **kept)
+        return cls(store, compare, checks, baseline, warning, strict=strict, control=control)
 
     def missing_name(self) -> str:
         """How the missing baseline was asked for: ``'mian'``, or the newest saved run."""
@@ -82,7 +81,7 @@ class Gate:
             return Verdict([inert] if self.checks else [], width=width)
         if self.baseline is None:
             missing = self.missing or "rollout-tax: no baseline: nothing to compare"
-            state = "no baseline" if self.checks else "compared"
+            state: State = "no baseline" if self.checks else "compared"
             return Verdict([missing], width=width, state=state, checks=len(self.checks))
         return compare_reports(
             self.baseline.report,

@@ -9,6 +9,7 @@ returned.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from ..core.record import STEP_COLUMNS, Rollout
 from ..errors import CredentialsMissing, RolloutTaxError, reason_of
 from ..fleet import burst
 from ..fleet.instances import Substrates
-from ..gate import compare, history, testbed
+from ..gate import compare, history, latest, testbed
+from ..gate.latest import Latest
 from ..outputs import saved_run
 from ..outputs.outcome import SessionOutcome
 from ..report.aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, Row
@@ -129,6 +131,10 @@ class RolloutTaxSession:
         saved, saving = saved_run.save(
             self.config, report, interrupted=interrupted, width=verdict.width
         )
+        found = None
+        if self._gated() and verdict.state != "refused":
+            found, changes = self._look_back(report, saved)
+            verdict = dataclasses.replace(verdict, history=changes)
         outcome = SessionOutcome(
             report,
             sections.summarize(report),
@@ -150,7 +156,7 @@ class RolloutTaxSession:
         # are findings about the run, which the verdict counts on its own)
         write_failed = any(result.failed for result in results)
         self.regression_lines = verdict.regression_lines
-        history_failed = self.settings.history_fail and self._history_gate(saved)
+        history_failed = self.settings.history_fail and self._history_gate(found, saved)
         self.verdict = session_verdict(
             self.gate,
             verdict,
@@ -257,7 +263,26 @@ class RolloutTaxSession:
                 planes[name] = plane
         return planes
 
-    def _history_gate(self, saved: tuple[Path, ...]) -> bool:
+    def _gated(self) -> bool:
+        """Whether the session is gated: checks against a baseline, or the history gate."""
+        return bool(self.gate.checks and self.gate.compare is not None) or bool(
+            self.settings.history_fail
+        )
+
+    def _look_back(
+        self, report: Report, saved: tuple[Path, ...]
+    ) -> tuple[history.History | None, Latest]:
+        """The saved runs' history, this run included (when not saved, as ``this run``), and
+        its latest change points; None and why, when it cannot be read."""
+        extra = () if saved else (("this run", report),)
+        try:
+            history.require()
+            found = history.of_storage(self.gate.storage, extra=extra)
+        except RolloutTaxError as exc:
+            return None, latest.unavailable(str(exc))
+        return found, latest.latest(found, report)
+
+    def _history_gate(self, found: history.History | None, saved: tuple[Path, ...]) -> bool:
         """Add the history gate's lines; whether it found a new slowdown."""
         if not saved:
             self.lines.append(
@@ -265,7 +290,9 @@ class RolloutTaxSession:
                 "(add --rollout-autosave)"
             )
             return False
-        lines, regression = history.new_change_points(self.gate.storage, saved)
+        if found is None:  # the gate's lines say why
+            return False
+        lines, regression = history.new_change_points(found, self.gate.storage, saved)
         self.lines += lines
         self.regression_lines = [*self.regression_lines, *regression]
         return bool(regression)

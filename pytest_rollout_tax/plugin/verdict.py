@@ -15,6 +15,9 @@ from ..gate.lines import brief
 from ..text.width import MIN_WIDTH, wrap
 from .gating import Gate
 
+#: A pytest hook wrapper: it yields once, and returns what the wrapped hooks returned.
+Wrapper = Generator[None, object, object]
+
 #: The count pytest's final line gains when the rollout tax failed the session
 #: (``6 passed, 1 rollout-tax gate failed in 1.20s``).
 STATS_KEY = "rollout-tax gate failed"
@@ -131,7 +134,7 @@ class FinalLine:
         self.verdict = verdict
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after pytest's short summary
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> Generator:
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> Wrapper:
         result = yield
         verdict = self.verdict()
         if verdict is not None and verdict.failed:
@@ -139,7 +142,7 @@ class FinalLine:
         return result
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after pytest's final line
-    def pytest_sessionfinish(self, session: pytest.Session) -> Generator:
+    def pytest_sessionfinish(self, session: pytest.Session) -> Wrapper:
         result = yield
         verdict = self.verdict()
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

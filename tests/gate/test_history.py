@@ -3,6 +3,7 @@ the newest run can start one, a lone outlier is not one; the ``history`` command
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -18,6 +19,8 @@ from support.reports import build_report
 from pytest_rollout_tax.cli import main
 from pytest_rollout_tax.core.record import Rollout, Step
 from pytest_rollout_tax.gate import history
+from pytest_rollout_tax.gate import testbed as beds
+from pytest_rollout_tax.gate.storage import Storage
 from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 
@@ -109,6 +112,7 @@ def test_history_command_finds_the_planted_step(tmp_path):
     status, out, err = cli("history", "--storage", str(store), "--json", str(report))
     assert status == 0, err
     assert "history of 14 saved run(s)" in out
+    assert "testbed unknown:" in out  # saved before testbeds were recorded
     row = next(line for line in out.splitlines() if line.startswith("docker.cold_start.p50"))
     assert row.split()[1] == names[8] and "+3" in row.split()[4]  # +40% planted
     data = json.loads(report.read_text())
@@ -118,7 +122,9 @@ def test_history_command_finds_the_planted_step(tmp_path):
     assert cold[0]["before"] == pytest.approx(0.5, rel=0.03)
     assert cold[0]["after"] == pytest.approx(0.7, rel=0.03)
     assert cold[0]["p"] < history.MAX_P
-    assert set(cold[0]) == {"metric", "run", "before", "after", "p"}
+    assert cold[0]["testbed"] == "unknown" and cold[0]["beyond_noise"] is True
+    assert cold[0]["created"] and cold[0]["change"] == pytest.approx(0.4, abs=0.03)
+    assert data["testbeds"] == {"unknown": 14}
     assert not [c for c in data["change_points"] if ".step." in c["metric"]]
 
 
@@ -144,3 +150,65 @@ def test_history_without_the_extra_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setattr(history, "require", missing)
     status, _, err = cli("history", "--storage", str(tmp_path))
     assert status == 4 and "needs ruptures" in err
+
+
+# -- per testbed --------------------------------------------------------------------------------
+
+
+def on_testbed(report: Report, cpus: int | None) -> Report:
+    """``report`` as saved on a testbed of ``cpus`` CPUs (None: saved before testbeds)."""
+    if cpus is None:
+        return report
+    machine = {"cpu_count": cpus, "platform": "Linux-6", "machine": "x86_64", "ci": None}
+    return beds.stamped(dataclasses.replace(report, machine=machine))
+
+
+def named(colds: list[tuple[float, int | None]]) -> list[tuple[str, Report]]:
+    """Runs ``NNNN`` oldest first, each (cold start, testbed CPUs)."""
+    return [
+        (f"{index:04d}", on_testbed(saved_report(cold, seed=index), cpus))
+        for index, (cold, cpus) in enumerate(colds, start=1)
+    ]
+
+
+def cold_points(found: history.History) -> list[history.ChangePoint]:
+    return [c for c in found.change_points if c.metric == "docker.cold_start.p50"]
+
+
+def test_a_step_on_one_testbed_is_found_there_and_not_on_the_other():
+    # odd runs on 4 CPUs, their level up 40% from the 8th of them; even runs on 8 CPUs, flat
+    runs = named([(0.7 if i >= 14 else 0.5, 4) if i % 2 else (0.5, 8) for i in range(28)])
+    found = history.analyze(runs)
+    four, eight = (history.testbed_key(runs[i][1], "docker") for i in (1, 0))
+    assert "4 CPUs" in four and "8 CPUs" in eight
+    (point,) = cold_points(found)  # the 4-CPU testbed's; none on the 8-CPU one
+    assert point.testbed == four and point.run == "0016"
+    assert point.after / point.before == pytest.approx(1.4, abs=0.05)
+    assert found.counts[(four, "docker.cold_start.p50")] == 14
+    assert not [c for c in found.change_points if c.testbed == eight]
+
+
+def test_a_mixed_testbed_history_has_no_change_point_its_testbeds_alone_do_not():
+    """Runs moved from a 4-CPU testbed to a slower 8-CPU one: each testbed's own history is
+    flat, so the mixed history is too; the same runs as one series (no testbed recorded)
+    would show the move as a change point."""
+    colds = [(0.5, 4)] * 10 + [(0.8, 8)] * 10
+    mixed = cold_points(history.analyze(named(colds)))
+    alone = [cold_points(history.analyze(named([c for c in colds if c[1] == n]))) for n in (4, 8)]
+    assert mixed == [] and alone == [[], []]
+    (pooled,) = cold_points(history.analyze(named([(cold, None) for cold, _ in colds])))
+    assert pooled.run == "0011" and pooled.testbed == "unknown"  # what one series would say
+
+
+def test_runs_saved_before_testbeds_are_the_unknown_testbed_and_still_load(tmp_path):
+    store = tmp_path / "runs"
+    write_history(store, [0.5] * 4)  # no testbed recorded
+    for index, (_, report) in enumerate(named([(0.5, 4)] * 3), start=5):
+        path = store / f"{index:04d}_new.json"
+        path.write_text(json.dumps(report.to_dict()))
+        os.utime(path, ns=(index * 10**9, index * 10**9))
+    found = history.of_storage(Storage.at(store))
+    assert len(found.runs) == 7 and found.unusable == []
+    beds_seen = {bed for bed, _ in found.counts}
+    assert beds_seen == {"unknown", history.testbed_key(named([(0.5, 4)])[0][1], "docker")}
+    assert found.counts[("unknown", "docker.cold_start.p50")] == 4

@@ -608,16 +608,20 @@ def test_history_fail_fails_on_a_new_slowdown(suite: pytest.Pytester) -> None:
     result = run(suite, "--rollout-autosave", "--rollout-history-fail")
     assert result.ret == 1, result.stdout.str()
     lines = section(result, "rollout tax regression")
-    new = [line for line in lines if line.startswith("NEW CHANGE POINT local.cold_start.p50: ")]
+    new = [line for line in lines if line.startswith("NEW CHANGE POINT local.cold_start.p50 on ")]
     assert len(new) == 1 and "from 0009_" in new[0] and "t-test p=" in new[0]
-    assert lines[-1] == f"(over 9 saved run(s) in {STORE}{os.sep})"
+    assert lines[-1] == f"(over 9 saved run(s) in {STORE}{os.sep}, per testbed)"
 
 
 @needs_history
 def test_history_fail_passes_without_a_change(suite: pytest.Pytester) -> None:
     result = run(suite, "--rollout-autosave", "--rollout-history-fail")
     assert result.ret == 0
-    assert "rollout-tax: history: no new change point over 1 saved run(s)" in result.stdout.str()
+    out = result.stdout.str()
+    assert "rollout-tax: history: no new change point over 1 saved run(s)" in out
+    assert "saved run(s) on this testbed, 3 needed: none looked for" in (
+        " ".join(unwrapped(result.outlines))
+    )
     unsaved = run(suite, "--rollout-history-fail")
     assert unsaved.ret == 0
     assert "--rollout-history-fail has no effect: this run was not saved" in unsaved.stdout.str()
