@@ -25,7 +25,13 @@ from ..core.contract import file_error
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellTransport
-from ..core.substrate import Substrate, SubstrateOptions, process_alive
+from ..core.substrate import (
+    ROLLOUT_LABEL,
+    SESSION_LABEL,
+    Substrate,
+    SubstrateOptions,
+    process_alive,
+)
 from ..core.transport import Output, RawResult, Transport, step_timeout
 from ..errors import NotRegularFileError, SandboxStartError
 
@@ -50,7 +56,8 @@ SANDBOX_VARIABLE = "ROLLOUT_TAX_SANDBOX"
 #: While a session's shell is silent, how often it is polled: a background child of a dead
 #: shell can hold its pipes open, so they alone would not end.
 LIVENESS_S = 0.5
-_WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-\w+")
+#: A workdir's name: its labels (the session, the process, the rollout), then mkdtemp's part.
+_WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-[\w-]+")
 
 
 @dataclass
@@ -324,7 +331,7 @@ class LocalSubstrate(Substrate):
     transports = ("exec", "session")
 
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> LocalHandle:
-        prefix = f"{WORKDIR_PREFIX}{self.session_id}-{os.getpid()}-"  # the labels of a workdir
+        prefix = f"{WORKDIR_PREFIX}{labels[SESSION_LABEL]}-{os.getpid()}-{labels[ROLLOUT_LABEL]}-"
         try:
             workdir = tempfile.mkdtemp(prefix=prefix, dir=self.root)
         except OSError as exc:
@@ -353,12 +360,22 @@ class LocalSubstrate(Substrate):
 
     def reap(self, session_id: str | None = None) -> int:
         """Remove the workdirs of ``session_id``; with None, those of sessions no longer alive."""
+        return self._remove(f"{WORKDIR_PREFIX}{session_id or '*'}-*", spare_live=not session_id)
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Remove the workdir (and kill the processes) of one create's ``labels``."""
+        session, rollout = labels[SESSION_LABEL], labels[ROLLOUT_LABEL]
+        return self._remove(f"{WORKDIR_PREFIX}{session}-*-{rollout}-*", spare_live=False)
+
+    def _remove(self, pattern: str, *, spare_live: bool) -> int:
+        """Remove the workdirs ``pattern`` matches, sparing those of a live process if
+        ``spare_live``; how many."""
         removed = 0
-        for path in Path(self.root).glob(f"{WORKDIR_PREFIX}{session_id or '*'}-*"):
+        for path in Path(self.root).glob(pattern):
             labels = _WORKDIR.fullmatch(path.name)
             if not labels or not path.is_dir():
                 continue
-            if session_id is None and process_alive(int(labels["pid"])):
+            if spare_live and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
             kill_marked(str(path))
             shutil.rmtree(path, ignore_errors=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,7 +234,18 @@ class EC2Substrate(Substrate):
             owner = {"Name": "tag-key", "Values": [SESSION_LABEL]}
         else:
             owner = {"Name": f"tag:{SESSION_LABEL}", "Values": [session_id]}
-        filters = [owner, {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+        return self._terminate_matching([owner])
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Terminate the live instances (``pending`` ones included) tagged with ``labels``,
+        one create's: its RunInstances carried them (TagSpecifications)."""
+        return self._terminate_matching(
+            [{"Name": f"tag:{key}", "Values": [value]} for key, value in labels.items()]
+        )
+
+    def _terminate_matching(self, owner: list[dict[str, Any]]) -> int:
+        """Terminate the live instances that match every filter of ``owner``; how many."""
+        filters = [*owner, {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
         ids: list[str] = []
         try:
             for page in self.client.get_paginator("describe_instances").paginate(Filters=filters):

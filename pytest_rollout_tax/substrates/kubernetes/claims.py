@@ -302,8 +302,12 @@ class Claims:
     def reap(self, session_id: str | None) -> int:
         """Delete the claims, pools and templates labelled with ``session_id`` (any if None)."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
+        return self.remove(selector)
+
+    def remove(self, selector: str, kinds: tuple[Kind, ...] = MADE) -> int:
+        """Delete the objects of ``kinds`` that ``selector`` picks; how many."""
         removed = 0
-        for kind in MADE:
+        for kind in kinds:
             for obj in self.objects.list(kind, selector):
                 removed += self.objects.delete(kind, obj["metadata"]["name"])
         return removed

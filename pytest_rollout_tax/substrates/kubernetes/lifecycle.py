@@ -16,7 +16,7 @@ from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
 from . import events
-from .agent_sandbox import Objects
+from .agent_sandbox import CLAIM, Objects
 from .api import POD, PODS, Api, ApiError
 from .claims import ClaimHandle, Claims
 from .client import parse_quantity
@@ -175,7 +175,19 @@ class KubernetesSubstrate(Substrate):
     def reap(self, session_id: str | None = None) -> int:
         """Delete the pods labelled with ``session_id`` (any session if None) in the namespace."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
-        removed = self._reap_claims(session_id)
+        return self._reap_claims(session_id) + self._delete_pods(selector)
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Delete the pods, or in claim mode the SandboxClaims (their Sandboxes and pods go
+        with them), labelled with ``labels``: one create's, Pending ones included."""
+        selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        if self.claims is not None:
+            return self.claims.remove(selector, kinds=(CLAIM,))
+        return self._delete_pods(selector)
+
+    def _delete_pods(self, selector: str) -> int:
+        """Delete the pods ``selector`` picks in the namespace; how many were there."""
+        removed = 0
         query = [("labelSelector", selector)]
         pods = self.api.call("GET", PODS, verb="list", resource="pods", query=query)
         for pod in pods.get("items") or []:
