@@ -63,8 +63,9 @@ def bounded(
             late(value)
 
     context = contextvars.copy_context()  # the work sees the caller's context variables
-    threading.Thread(target=context.run, args=(body,), name=name, daemon=True).start()
+    thread = threading.Thread(target=context.run, args=(body,), name=name, daemon=True)
     try:
+        thread.start()  # an interrupt may come as soon as the work has begun
         ended = call.done.wait(budget)
     except BaseException:
         if not _abandon(call, abandoning):  # it ended just now: what it made is still no one's

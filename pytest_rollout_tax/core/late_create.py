@@ -131,7 +131,7 @@ class LateCreates:
             removed = cleanup()
         except Exception as exc:
             log.warning(
-                "rollout-tax: %s: cleaning up a late create failed: %s", substrate.name, exc
+                "rollout-tax: %s: removing a late create failed: %s", substrate.name, exc
             )
             return
         with self._lock:
