@@ -130,9 +130,7 @@ class LateCreates:
         try:
             removed = cleanup()
         except Exception as exc:
-            log.warning(
-                "rollout-tax: %s: removing a late create failed: %s", substrate.name, exc
-            )
+            log.warning("rollout-tax: %s: removing a late create failed: %s", substrate.name, exc)
             return
         with self._lock:
             self.reaped += removed

@@ -36,7 +36,7 @@ def test_work_past_its_budget_is_abandoned_and_its_late_value_handed_to_late():
         lates.append(value)
         lated.set()
 
-    with pytest.raises(Overrun, match="0.05 s"):
+    with pytest.raises(Overrun, match=r"0\.05 s"):
         bounded(work, 0.05, late=late)
     assert lates == []  # not yet: the work still runs
     release.set()

@@ -85,9 +85,9 @@ def test_a_slow_create_fails_as_a_create_never_as_a_step(make, tmp_path):
 def test_a_slow_step_is_never_charged_to_the_create_or_ready_budget(make):
     substrate = make(create_timeout=5, ready_timeout=5)
     rollout = Rollout(substrate="local")
-    with substrate.start(rollout, timeout=0.2) as sandbox:
-        with pytest.raises(StepTimeout, match=r"step ran past its 0.2 s timeout"):
-            sandbox.exec(["sleep", "30"])
+    sandbox = substrate.start(rollout, timeout=0.2)
+    with sandbox, pytest.raises(StepTimeout, match=r"step ran past its 0.2 s timeout"):
+        sandbox.exec(["sleep", "30"])
     assert rollout.budget_exceeded == "step"
     assert rollout.cold_start_s is not None  # the create and the ready-wait ended in time
 
@@ -170,5 +170,3 @@ def test_a_rollout_within_every_budget_names_none(pytester):
     pytester.runpytest("--substrate=local", "--rollout-json=out.json").assert_outcomes(passed=1)
     (rollout,) = json.loads((pytester.path / "out.json").read_text())["rollouts"]
     assert "budget_exceeded" not in rollout
-
-

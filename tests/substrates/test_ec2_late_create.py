@@ -20,7 +20,8 @@ def live_of_session(moto_server, session: str) -> list[str]:
     client = ec2_client(moto_server.url)
     tag = [{"Name": f"tag:{SESSION_LABEL}", "Values": [session]}]
     found = client.describe_instances(Filters=tag)["Reservations"]
-    return [i["InstanceId"] for r in found for i in r["Instances"] if i["State"]["Name"] not in GONE]
+    listed = [i for r in found for i in r["Instances"]]
+    return [i["InstanceId"] for i in listed if i["State"]["Name"] not in GONE]
 
 
 def test_a_run_instances_answered_after_its_budget_leaves_no_instance(

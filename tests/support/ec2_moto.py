@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
 import pytest
+
 from support.late_answer import HeldAnswer
 
 REPO = Path(__file__).resolve().parents[2]
