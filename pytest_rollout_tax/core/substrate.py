@@ -37,6 +37,8 @@ from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport
 from .urls import redact_url
 
+#: What a backend's primitives take: its own Handle subclass (``DockerHandle``, ``PodHandle``).
+BackendHandle = Any
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
 CLAIM_PHASE = "claim"
@@ -57,14 +59,10 @@ class SubstrateOptions:
     reuse: str = "fresh"
     #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
     price: PriceOptions = field(default_factory=PriceOptions)
-    #: Seconds a create may take, from its request to the backend's handle (None: no bound);
-    #: past it the rollout fails as budget ``create`` and what it made is deleted.
+    #: Seconds (None: no bound) a create may take, its request to the backend's handle; the
+    #: transport's opening and first no-op; a delete: the budgets of :mod:`.budgets`.
     create_timeout: float | None = None
-    #: Seconds a created sandbox may take to answer its first no-op, its transport opened
-    #: (None: no bound); past it the rollout fails as budget ``ready``.
     ready_timeout: float | None = None
-    #: Seconds a delete may take (None: no bound); past it the rollout fails as budget
-    #: ``teardown`` and the session's end-of-run reap removes the sandbox.
     teardown_timeout: float | None = None
 
 
@@ -200,11 +198,11 @@ class Substrate(ABC):
         """Create and start one environment, marking phases on ``clock``; clean up if it fails."""
 
     @abstractmethod
-    def _transport(self, handle: Handle) -> Transport:
+    def _transport(self, handle: BackendHandle) -> Transport:
         """The data plane of ``handle``, as ``self.options.transport`` selects (not opened)."""
 
     @abstractmethod
-    def destroy(self, handle: Handle) -> None:
+    def destroy(self, handle: BackendHandle) -> None:
         """Delete the environment and return once it is gone."""
 
     @property
@@ -221,11 +219,11 @@ class Substrate(ABC):
         """A new environment restored from ``snapshot``, marking its phases on ``clock``."""
         raise NotImplementedError(f"{self.kind} has no snapshots")
 
-    def _reset(self, handle: Handle, clock: PhaseClock) -> None:
+    def _reset(self, handle: BackendHandle, clock: PhaseClock) -> None:
         """Reset a used environment to the clean image (``reuse="reset"``)."""
         raise NotImplementedError(f"{self.kind} cannot reset a sandbox")
 
-    def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
+    def after_cold_start(self, handle: BackendHandle, rollout: Rollout) -> None:  # noqa: B027
         """Called once the cold start is measured, untimed: for lookups that must not slow it."""
 
     def reap(self, session_id: str | None = None) -> int:
@@ -233,12 +231,10 @@ class Substrate(ABC):
         return 0
 
     def reap_tagged(self, labels: Mapping[str, str]) -> int:
-        """Delete every environment carrying ``labels`` (one create's: :data:`SESSION_LABEL`
-        and a :data:`ROLLOUT_LABEL` no other create shares), whatever its state, one still
-        being created included; return how many. :mod:`.late_create` calls it after a create
-        that returned no handle (past its budget, failed or interrupted), at once and again
-        when the abandoned request ends. A backend writes the labels on the environment at,
-        or before, its create request; one that cannot find them deletes nothing (0)."""
+        """Delete every environment carrying ``labels`` (one create's: the session and a
+        rollout id), whatever its state, one still being created included; how many.
+        :mod:`.late_create` calls it after a create that returned no handle, at once and when
+        the request ends. ``_create`` writes the labels on the environment at its request."""
         return 0
 
     @functools.cached_property
@@ -393,7 +389,7 @@ class Substrate(ABC):
             self._ready(rollout, clock)
         return sandbox
 
-    def keeps_session(self, handle: Handle) -> bool:
+    def keeps_session(self, handle: BackendHandle) -> bool:
         """Whether a reset of ``handle`` spares its session's shell (``reuse="reset"``)."""
         return False
 
@@ -437,6 +433,7 @@ class Substrate(ABC):
         """The backend's create (a restore from ``snapshot`` if given) of a sandbox tagged
         ``labels``, within ``create_timeout``; a late create is deleted (:mod:`.late_create`)."""
         forked = clock.fork()  # an abandoned create's marks are not the rollout's
+        budget = self.options.create_timeout
 
         def make() -> Handle:
             if snapshot is not None:
@@ -444,7 +441,7 @@ class Substrate(ABC):
             return self._create(labels=labels, clock=forked)
 
         with charged(rollout):
-            handle = self.late_creates.create(self, make, labels, self.options.create_timeout)
+            handle: Handle = self.late_creates.create(self, make, labels, budget)
         clock.adopt(forked)
         return handle
 

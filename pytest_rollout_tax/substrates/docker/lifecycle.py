@@ -108,7 +108,7 @@ class DockerSubstrate(Substrate):
 
     @property
     def snapshots(self) -> bool:
-        return self.options.snapshot
+        return bool(self.options.snapshot)
 
     def _snapshot_of(self, prepare: Prepare, timeout: float | None, clock: PhaseClock) -> Any:
         """The template of a snapshot runs its prepare as children of the container's init

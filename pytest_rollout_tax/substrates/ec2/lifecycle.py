@@ -148,7 +148,7 @@ class EC2Substrate(Substrate):
             params["UserData"] = opts.user_data
         return params
 
-    def _wait_running(self, instance_id: str, deadline: float) -> dict:
+    def _wait_running(self, instance_id: str, deadline: float) -> dict[str, Any]:
         """Poll ``describe_instances`` until the instance runs (with the address we need)."""
         opts: EC2Options = self.options
         state = "pending"
@@ -166,7 +166,8 @@ class EC2Substrate(Substrate):
                     if state == "running" and (
                         self.fixed_endpoint or instance.get(_ADDRESS_KEYS[opts.connect])
                     ):
-                        return instance
+                        found: dict[str, Any] = instance
+                        return found
                     if state in GONE_STATES:
                         reason = instance.get("StateReason", {}).get("Message", "no reason given")
                         raise SandboxStartError(
@@ -181,7 +182,7 @@ class EC2Substrate(Substrate):
                 )
             time.sleep(opts.poll_interval)
 
-    def _address(self, instance: dict) -> tuple[str, int]:
+    def _address(self, instance: dict[str, Any]) -> tuple[str, int]:
         if self.fixed_endpoint:
             return self.fixed_endpoint
         return instance[_ADDRESS_KEYS[self.options.connect]], 22
@@ -266,7 +267,7 @@ class EC2Substrate(Substrate):
 
     @property
     def endpoint(self) -> str:
-        return self.client.meta.endpoint_url
+        return str(self.client.meta.endpoint_url)
 
     def ping(self) -> None:
         self.client.describe_availability_zones()
