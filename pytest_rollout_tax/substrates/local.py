@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..core.contract import file_error
 from ..core.record import PhaseClock
@@ -105,6 +106,7 @@ class LocalExec(Transport):
             stdout, stderr = _read_capped(process, timeout, self.output_cap)
         except subprocess.TimeoutExpired:
             _kill_group(process)
+            assert timeout is not None  # only a deadline expires
             raise step_timeout(self._substrate, timeout) from None
         except BaseException:  # Ctrl-C, SIGTERM: the step's processes go first
             _kill_group(process)
@@ -147,14 +149,15 @@ class LocalShell(Duplex):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        self._stdin, stdout, stderr = pipes(self._process)
         self._selector = selectors.DefaultSelector()
-        self._selector.register(self._process.stdout, selectors.EVENT_READ, STDOUT)
-        self._selector.register(self._process.stderr, selectors.EVENT_READ, STDERR)
+        self._selector.register(stdout, selectors.EVENT_READ, STDOUT)
+        self._selector.register(stderr, selectors.EVENT_READ, STDERR)
 
     def send(self, data: bytes) -> None:
         with contextlib.suppress(BrokenPipeError):  # the shell is gone: receive() says so
-            self._process.stdin.write(data)
-            self._process.stdin.flush()
+            self._stdin.write(data)
+            self._stdin.flush()
 
     def receive(self, timeout: float | None) -> tuple[int, bytes]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -182,10 +185,17 @@ class LocalShell(Duplex):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         self._selector.close()
-        for pipe in (process.stdin, process.stdout, process.stderr):
+        for pipe in pipes(process):
             with contextlib.suppress(OSError):
                 pipe.close()
         process.wait()
+
+
+def pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+    """The stdin, stdout and stderr pipes of a child started with all three piped."""
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None and stdout is not None and stderr is not None  # all piped
+    return stdin, stdout, stderr
 
 
 def _not_started(exc: OSError, cwd: str) -> RawResult:
@@ -197,21 +207,21 @@ def _not_started(exc: OSError, cwd: str) -> RawResult:
 
 
 def _read_capped(
-    process: subprocess.Popen, timeout: float | None, cap: int
+    process: subprocess.Popen[bytes], timeout: float | None, cap: int
 ) -> tuple[Output, Output]:
     """A child's stdout and stderr to their end, each kept up to ``cap`` bytes, then its exit;
     TimeoutExpired past ``timeout`` (checked between reads: a flood cannot outrun it)."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    assert process.stdout is not None and process.stderr is not None  # both piped
     outputs = {process.stdout.fileno(): Output(cap), process.stderr.fileno(): Output(cap)}
-    pipes = (process.stdout, process.stderr)
     with selectors.DefaultSelector() as selector, contextlib.ExitStack() as closing:
-        for pipe in pipes:
+        for pipe in (process.stdout, process.stderr):
             closing.enter_context(pipe)
             selector.register(pipe, selectors.EVENT_READ)
         while selector.get_map():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(process.args, timeout)
+                raise subprocess.TimeoutExpired(process.args, timeout or 0.0)
             for key, _ in selector.select(left):
                 chunk = os.read(key.fd, 1 << 16)
                 if chunk:
@@ -224,7 +234,7 @@ def _read_capped(
     return stdout, stderr
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL a running child's process group (its leader is not reaped yet: the id is still
     the child's) and collect the child."""
     with contextlib.suppress(ProcessLookupError):
