@@ -50,7 +50,7 @@ START_FAILURES = {
 
 
 class _NotReady(Exception):
-    def __init__(self, pod: dict | None) -> None:
+    def __init__(self, pod: dict[str, Any] | None) -> None:
         self.pod = pod
 
 
@@ -90,7 +90,7 @@ class KubernetesSubstrate(Substrate):
                 raise
             self.claims = Claims(objects, self.options, self.session_id)
 
-    def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict:
+    def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict[str, Any]:
         """The pod this substrate creates for a sandbox ``name`` with ownership ``labels``."""
         return self._base.manifest(name, self.namespace, labels)
 
@@ -246,7 +246,7 @@ class KubernetesSubstrate(Substrate):
     ) -> str:
         """Follow the pod with a watch until Ready, marking each condition as it turns True."""
         marked: set[str] = set()
-        pod: dict | None = None
+        pod: dict[str, Any] | None = None
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -280,7 +280,7 @@ class KubernetesSubstrate(Substrate):
                         if self._advance(pod, clock, marked):
                             return resource_version
 
-    def _advance(self, pod: dict, clock: PhaseClock, marked: set[str]) -> bool:
+    def _advance(self, pod: dict[str, Any], clock: PhaseClock, marked: set[str]) -> bool:
         """Mark the phases whose condition turned True; raise if the pod can never start."""
         status = pod.get("status") or {}
         conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
