@@ -74,8 +74,33 @@ class SandboxError(RolloutTaxError):
     """A live sandbox failed: its API refused a step, or the environment was lost."""
 
 
-class StepTimeout(RolloutTaxError, TimeoutError):
+class BudgetExceeded(RolloutTaxError, TimeoutError):
+    """A part of a rollout ran past its own time budget; :attr:`budget` names which:
+    ``create``, ``ready``, ``step`` or ``teardown`` (``core.budgets.BUDGETS``)."""
+
+    budget = "step"
+
+
+class StepTimeout(BudgetExceeded):
     """A step ran past its timeout; its process was killed and the sandbox stays usable."""
+
+
+class CreateTimeout(BudgetExceeded, SandboxStartError):
+    """A create ran past ``NAME.create_timeout``; what it made, then or later, is deleted."""
+
+    budget = "create"
+
+
+class ReadyTimeout(BudgetExceeded, SandboxStartError):
+    """A created sandbox did not answer its first no-op within ``NAME.ready_timeout``."""
+
+    budget = "ready"
+
+
+class TeardownTimeout(BudgetExceeded, SandboxError):
+    """A delete ran past ``NAME.teardown_timeout``; the session's reap removes it later."""
+
+    budget = "teardown"
 
 
 class UsageError(ConfigError):

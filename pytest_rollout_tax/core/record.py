@@ -114,6 +114,9 @@ class Rollout:
     #: for the relay, why no step helper served; None on other transports.
     step_path: str | None = None
     relay_reason: str | None = None
+    #: The budget that ran out (``create``, ``ready``, ``step`` or ``teardown``:
+    #: ``core.budgets.BUDGETS``), or None: every part ended within its own.
+    budget_exceeded: str | None = None
     #: Values no text of the report may hold: every ``env`` value an exec was given and the
     #: substrate's credentials. Never reported; :meth:`fail` redacts them.
     secrets: set[str] = field(default_factory=set, repr=False, compare=False)
@@ -154,6 +157,8 @@ class Rollout:
             extra["step_path"] = self.step_path
         if self.relay_reason is not None:
             extra["relay_reason"] = self.relay_reason
+        if self.budget_exceeded is not None:  # which budget ran out
+            extra["budget_exceeded"] = self.budget_exceeded
         if self.rate is not None:  # a substrate with a price
             extra["rate"] = dict(self.rate)
         return {
@@ -312,6 +317,20 @@ class PhaseClock:
         if not cold_start:
             self._excluded += duration
         return duration
+
+    def fork(self) -> PhaseClock:
+        """A clock of its own from this one's last mark, for work that may be abandoned: its
+        marks reach this clock only through :meth:`adopt`."""
+        forked = PhaseClock({}, started=self.started)
+        forked._last = self._last
+        return forked
+
+    def adopt(self, forked: PhaseClock) -> None:
+        """Take the marks of ``forked`` (made by :meth:`fork`) as this clock's own."""
+        for phase, duration in forked.phases.items():
+            self.phases[phase] = self.phases.get(phase, 0.0) + duration
+        self._last = forked._last
+        self._excluded += forked._excluded
 
     def cold_start(self) -> float:
         """Seconds from the start to the last mark, less the phases excluded from cold start."""

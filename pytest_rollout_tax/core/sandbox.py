@@ -15,8 +15,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, overload
 
-from ..errors import RolloutTaxError, SandboxError, SandboxStartError
+from ..errors import RolloutTaxError, SandboxError, SandboxStartError, StepTimeout, TeardownTimeout
 from . import contract
+from .bounded import Overrun, bounded
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
 
@@ -74,6 +75,8 @@ class Sandbox:
         rollout: Rollout,
         timeout: float | None = None,
         started: float | None = None,
+        ready_timeout: float | None = None,
+        teardown_timeout: float | None = None,
     ) -> None:
         self.substrate = substrate
         self.handle = handle
@@ -81,6 +84,9 @@ class Sandbox:
         self.rollout = rollout
         #: The default timeout of every step, in seconds (None: none).
         self.timeout = timeout
+        #: The budgets, in seconds (None: none), of its first no-op and of its delete.
+        self.ready_timeout = ready_timeout
+        self.teardown_timeout = teardown_timeout
         self._started = time.perf_counter() if started is None else started
         self._closed = False
         self._step_lock = threading.Lock()
@@ -127,6 +133,8 @@ class Sandbox:
             try:
                 raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
             except RolloutTaxError as exc:  # raised here: the transport's frames hold ``env``
+                if isinstance(exc, StepTimeout):
+                    self.rollout.budget_exceeded = exc.budget
                 raise exc.with_traceback(None) from None
             finally:
                 wall = time.perf_counter() - started
@@ -179,9 +187,10 @@ class Sandbox:
             raise SandboxError(f"the no-op probe exited {result.exit_code}: {result.reason()}")
         return elapsed
 
-    def first_exec(self) -> None:
-        """Run the no-op that ends a cold start (not a step); SandboxStartError if it fails."""
-        first = self.transport.run(list(NOOP), timeout=self.timeout, env=None, cwd=self.workdir)
+    def first_exec(self, timeout: float | None = None) -> None:
+        """Run the no-op that ends a cold start (not a step) within ``timeout`` (the ready
+        budget, never a step's); SandboxStartError if it fails."""
+        first = self.transport.run(list(NOOP), timeout=timeout, env=None, cwd=self.workdir)
         if first.exit_code != 0:
             raise SandboxStartError(
                 f"{self.substrate.name}: the first no-op exec exited {first.exit_code}: "
@@ -202,7 +211,9 @@ class Sandbox:
         return self._closed
 
     def close(self) -> None:
-        """Delete the environment (timed as teardown); safe to call more than once."""
+        """Delete the environment (timed as teardown) within its teardown budget (past it,
+        TeardownTimeout: the delete goes on, and the session's reap is the backstop); safe to
+        call more than once."""
         if self._closed:
             return
         self._closed = True
@@ -211,7 +222,20 @@ class Sandbox:
         try:
             with contextlib.suppress(Exception):  # the environment goes, whatever its shell did
                 self.transport.close()
-            self.substrate.destroy(self.handle)
+            name = self.substrate.name
+            try:
+                bounded(
+                    lambda: self.substrate.destroy(self.handle),
+                    self.teardown_timeout,
+                    late=lambda _: None,
+                    name=f"rollout-tax-teardown-{name}",
+                )
+            except Overrun:
+                self.rollout.budget_exceeded = TeardownTimeout.budget
+                raise TeardownTimeout(
+                    f"{name}: the delete ran past its {self.teardown_timeout:g} s budget "
+                    f"({name}.teardown_timeout); the session's reap removes the sandbox"
+                ) from None
         finally:
             ended = time.perf_counter()
             self.rollout.stamp("gone")

@@ -86,7 +86,7 @@ def for_machine(machine: str) -> Helper:
     path, build_why = built(arch)
     if path is not None:
         return Helper(path, "built")
-    return relay(build_why if prebuilt_why is None else f"{prebuilt_why}; {build_why}")
+    return relay("; ".join(why for why in (prebuilt_why, build_why) if why) or "no helper")
 
 
 # -- prebuilt --------------------------------------------------------------------------------
@@ -108,7 +108,8 @@ def sha256(data: bytes) -> str:
 def manifest() -> dict[str, Any] | None:
     """The prebuilt helpers' manifest (``scripts/build-stepper`` writes it), None if absent."""
     try:
-        return json.loads((prebuilt_dir() / MANIFEST).read_text())
+        found: dict[str, Any] = json.loads((prebuilt_dir() / MANIFEST).read_text())
+        return found
     except (OSError, ValueError):
         return None
 

@@ -1,10 +1,12 @@
 """The lifecycle side of a backend: a Substrate creates, deletes and reaps sandboxes.
 
-A backend implements :meth:`Substrate._create` (make one environment, marking the phases of
-its cold start), :meth:`Substrate.destroy`, :meth:`Substrate.reap` and
-:meth:`Substrate._transport` (the data plane of one environment). :meth:`Substrate.start`
-turns those into a timed cold start; the :class:`~.sandbox.Sandbox` it
-returns times every step.
+A backend implements :meth:`Substrate._create` (make one environment tagged with the labels
+it is given, marking the phases of its cold start), :meth:`Substrate.destroy`,
+:meth:`Substrate.reap_tagged` (delete what carries a create's labels: a late create),
+:meth:`Substrate.reap` and :meth:`Substrate._transport` (the data plane of one environment).
+:meth:`Substrate.start` turns those into a timed cold start within its budgets
+(:mod:`.budgets`, :mod:`.late_create`); the :class:`~.sandbox.Sandbox` it returns times
+every step.
 """
 
 from __future__ import annotations
@@ -17,13 +19,15 @@ import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import ConfigError, RolloutTaxError, SandboxStartError
 from . import contract, prices
+from .budgets import BUDGET_OPTIONS, charged, ready_within
 from .control_plane import ControlPlane, is_loopback
+from .late_create import LateCreates
 from .limits import LIMITS
 from .options import parse_options
 from .pool_stats import PoolStats
@@ -33,6 +37,8 @@ from .sandbox import Handle, Sandbox
 from .transport import OUTPUT_CAP, Transport
 from .urls import redact_url
 
+#: What a backend's primitives take: its own Handle subclass (``DockerHandle``, ``PodHandle``).
+BackendHandle = Any
 SESSION_LABEL = "rollout-tax.io/session"
 #: The phase a warm pool's claimed sandbox records as its cold start (``pool=K``).
 CLAIM_PHASE = "claim"
@@ -53,6 +59,11 @@ class SubstrateOptions:
     reuse: str = "fresh"
     #: What a sandbox costs (``NAME.price.KEY=VALUE``), over the shipped rate sheet's.
     price: PriceOptions = field(default_factory=PriceOptions)
+    #: Seconds (None: no bound) a create may take, its request to the backend's handle; the
+    #: transport's opening and first no-op; a delete: the budgets of :mod:`.budgets`.
+    create_timeout: float | None = None
+    ready_timeout: float | None = None
+    teardown_timeout: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +154,8 @@ class Substrate(ABC):
         self._prepared: RolloutTaxError | bool = False
         self._snapshot_locks: dict[str, threading.Lock] = {}
         self._snapshots: dict[str, Any] = {}
+        #: The creates abandoned past their budget or interrupted, until cleaned up.
+        self.late_creates = LateCreates()
 
     @classmethod
     def parse(cls, options: dict[str, Any], *, owner: str) -> Any:
@@ -161,6 +174,10 @@ class Substrate(ABC):
             raise ConfigError(f"{owner}.reuse={parsed.reuse!r}: expected {can}")
         if parsed.reuse == "reset" and parsed.pool:
             raise ConfigError(f"{owner}.reuse='reset': not with a warm pool (pool={parsed.pool})")
+        for key in BUDGET_OPTIONS.values():
+            budget = getattr(parsed, key)
+            if budget is not None and not budget > 0:
+                raise ConfigError(f"{owner}.{key}={budget!r}: expected seconds > 0")
         return parsed
 
     @classmethod  # noqa: B027 - most substrates check nothing more
@@ -181,11 +198,11 @@ class Substrate(ABC):
         """Create and start one environment, marking phases on ``clock``; clean up if it fails."""
 
     @abstractmethod
-    def _transport(self, handle: Handle) -> Transport:
+    def _transport(self, handle: BackendHandle) -> Transport:
         """The data plane of ``handle``, as ``self.options.transport`` selects (not opened)."""
 
     @abstractmethod
-    def destroy(self, handle: Handle) -> None:
+    def destroy(self, handle: BackendHandle) -> None:
         """Delete the environment and return once it is gone."""
 
     @property
@@ -202,15 +219,22 @@ class Substrate(ABC):
         """A new environment restored from ``snapshot``, marking its phases on ``clock``."""
         raise NotImplementedError(f"{self.kind} has no snapshots")
 
-    def _reset(self, handle: Handle, clock: PhaseClock) -> None:
+    def _reset(self, handle: BackendHandle, clock: PhaseClock) -> None:
         """Reset a used environment to the clean image (``reuse="reset"``)."""
         raise NotImplementedError(f"{self.kind} cannot reset a sandbox")
 
-    def after_cold_start(self, handle: Handle, rollout: Rollout) -> None:  # noqa: B027
+    def after_cold_start(self, handle: BackendHandle, rollout: Rollout) -> None:  # noqa: B027
         """Called once the cold start is measured, untimed: for lookups that must not slow it."""
 
     def reap(self, session_id: str | None = None) -> int:
         """Remove environments labelled by ``session_id`` (any session if None); return how many."""
+        return 0
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Delete every environment carrying ``labels`` (one create's: the session and a
+        rollout id), whatever its state, one still being created included; how many.
+        :mod:`.late_create` calls it after a create that returned no handle, at once and when
+        the request ends. ``_create`` writes the labels on the environment at its request."""
         return 0
 
     @functools.cached_property
@@ -309,9 +333,9 @@ class Substrate(ABC):
         try:
             if restore and prepare is not None:
                 snapshot = self._snapshot_of(prepare, timeout, clock)
-                handle = self._restore(snapshot, labels=labels, clock=clock)
+                handle = self._create_within(rollout, labels, clock, snapshot)
             else:
-                handle = self._create(labels=labels, clock=clock)
+                handle = self._create_within(rollout, labels, clock)
         except RolloutTaxError:
             raise
         except Exception as exc:
@@ -320,8 +344,7 @@ class Substrate(ABC):
         transport.output_cap = self.output_cap
         sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
-            sandbox.transport.open(clock)
-            self._first_exec(sandbox, clock, "first_exec")
+            ready_within(sandbox, clock, opening=True)
             if prepare is not None and not restore:
                 prepare(sandbox)
                 clock.mark("prepare")
@@ -340,7 +363,7 @@ class Substrate(ABC):
         clock = PhaseClock(rollout.phases, started=requested)
         sandbox = self._sandbox(pooled.handle, pooled.transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
-            self._first_exec(sandbox, clock, CLAIM_PHASE)
+            ready_within(sandbox, clock, opening=False, phase=CLAIM_PHASE)
             self._ready(rollout, clock)
         return sandbox
 
@@ -362,13 +385,11 @@ class Substrate(ABC):
         transport.output_cap = self.output_cap
         sandbox = self._sandbox(handle, transport, rollout, timeout, clock)
         with _closed_on_failure(sandbox):
-            if kept is None:
-                sandbox.transport.open(clock)
-            self._first_exec(sandbox, clock, "first_exec")
+            ready_within(sandbox, clock, opening=kept is None)
             self._ready(rollout, clock)
         return sandbox
 
-    def keeps_session(self, handle: Handle) -> bool:
+    def keeps_session(self, handle: BackendHandle) -> bool:
         """Whether a reset of ``handle`` spares its session's shell (``reuse="reset"``)."""
         return False
 
@@ -402,16 +423,27 @@ class Substrate(ABC):
             rollout=rollout,
             timeout=timeout,
             started=clock.started,
+            ready_timeout=self.options.ready_timeout,
+            teardown_timeout=self.options.teardown_timeout,
         )
 
-    @staticmethod
-    def _first_exec(sandbox: Sandbox, clock: PhaseClock, phase: str) -> None:
-        """The no-op that ends a cold start, marked as ``phase``; the rollout records what
-        serves its steps (the transport is open)."""
-        sandbox.rollout.step_path = sandbox.transport.step_path
-        sandbox.rollout.relay_reason = sandbox.transport.relay_reason
-        sandbox.first_exec()
-        clock.mark(phase)
+    def _create_within(
+        self, rollout: Rollout, labels: dict[str, str], clock: PhaseClock, snapshot: Any = None
+    ) -> Handle:
+        """The backend's create (a restore from ``snapshot`` if given) of a sandbox tagged
+        ``labels``, within ``create_timeout``; a late create is deleted (:mod:`.late_create`)."""
+        forked = clock.fork()  # an abandoned create's marks are not the rollout's
+        budget = self.options.create_timeout
+
+        def make() -> Handle:
+            if snapshot is not None:
+                return self._restore(snapshot, labels=labels, clock=forked)
+            return self._create(labels=labels, clock=forked)
+
+        with charged(rollout):
+            handle: Handle = self.late_creates.create(self, make, labels, budget)
+        clock.adopt(forked)
+        return handle
 
     @staticmethod
     def _ready(rollout: Rollout, clock: PhaseClock) -> None:

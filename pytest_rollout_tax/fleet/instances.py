@@ -20,6 +20,9 @@ from .pool import WarmPool
 from .reuse import Recycler
 
 log = logging.getLogger(__name__)
+#: Seconds the session waits, at its end, for the cleanups of creates it abandoned (a create
+#: past its budget is awaited so that what it makes late is deleted, not left behind).
+LATE_CREATE_WAIT_S = 30.0
 
 
 @dataclass
@@ -125,7 +128,9 @@ class Substrates:
         return stats
 
     def reap_session(self, names: list[str] | None = None) -> int:
-        """Remove whatever this session left behind on ``names`` (default: those in use)."""
+        """Remove whatever this session left behind on ``names`` (default: those in use), once
+        the creates it abandoned have been cleaned up (:meth:`settle`)."""
+        self.settle()
         removed = 0
         for name in names if names is not None else list(self._substrates):
             try:
@@ -133,6 +138,17 @@ class Substrates:
             except RolloutTaxError as exc:
                 log.warning("rollout-tax: could not reap %s: %s", name, exc)
         return removed
+
+    def settle(self, timeout: float = LATE_CREATE_WAIT_S) -> None:
+        """Wait up to ``timeout`` seconds in all for the cleanups of abandoned creates; a
+        create still unanswered then is left to the session's reap and is logged."""
+        deadline = time.monotonic() + timeout
+        for name, substrate in self._substrates.items():
+            late = substrate.late_creates
+            if not late.settle(max(0.0, deadline - time.monotonic())):
+                log.warning(
+                    "rollout-tax: %s: %d abandoned create(s) still unanswered", name, late.pending
+                )
 
     def reap_leftovers(self) -> Iterator[tuple[str, int | RolloutTaxError]]:
         """Remove what any session left on every substrate: per name, how many, or why not."""
@@ -144,6 +160,7 @@ class Substrates:
 
     def close(self) -> None:
         self.close_pools()
+        self.settle()
         for substrate in self._substrates.values():
             substrate.close()
         self._substrates.clear()

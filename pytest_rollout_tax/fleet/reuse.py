@@ -98,7 +98,7 @@ class _Kept(Transport):
 
     def __init__(self, inner: Transport, recycler: Recycler, handle: Handle) -> None:
         self.inner, self._recycler, self._handle = inner, recycler, handle
-        self.name = inner.name
+        self.name = inner.name  # type: ignore[misc]  # the name of what it wraps
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str

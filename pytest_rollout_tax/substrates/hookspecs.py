@@ -20,7 +20,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def rollout_tax_substrates() -> Mapping[str, object]:
+def rollout_tax_substrates() -> Mapping[str, object]:  # type: ignore[empty-body]  # a spec
     """Return the substrates a plugin provides, by name.
 
     Each value is a :class:`~pytest_rollout_tax.Substrate` subclass, or a ``"module:Class"``

@@ -20,12 +20,19 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from ..core.contract import file_error
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellTransport
-from ..core.substrate import Substrate, SubstrateOptions, process_alive
+from ..core.substrate import (
+    ROLLOUT_LABEL,
+    SESSION_LABEL,
+    Substrate,
+    SubstrateOptions,
+    process_alive,
+)
 from ..core.transport import Output, RawResult, Transport, step_timeout
 from ..errors import NotRegularFileError, SandboxStartError
 
@@ -50,7 +57,8 @@ SANDBOX_VARIABLE = "ROLLOUT_TAX_SANDBOX"
 #: While a session's shell is silent, how often it is polled: a background child of a dead
 #: shell can hold its pipes open, so they alone would not end.
 LIVENESS_S = 0.5
-_WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-\w+")
+#: A workdir's name: its labels (the session, the process, the rollout), then mkdtemp's part.
+_WORKDIR = re.compile(re.escape(WORKDIR_PREFIX) + r"(?P<session>[0-9a-f]+)-(?P<pid>\d+)-[\w-]+")
 
 
 @dataclass
@@ -98,6 +106,7 @@ class LocalExec(Transport):
             stdout, stderr = _read_capped(process, timeout, self.output_cap)
         except subprocess.TimeoutExpired:
             _kill_group(process)
+            assert timeout is not None  # only a deadline expires
             raise step_timeout(self._substrate, timeout) from None
         except BaseException:  # Ctrl-C, SIGTERM: the step's processes go first
             _kill_group(process)
@@ -140,14 +149,15 @@ class LocalShell(Duplex):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        self._stdin, stdout, stderr = pipes(self._process)
         self._selector = selectors.DefaultSelector()
-        self._selector.register(self._process.stdout, selectors.EVENT_READ, STDOUT)
-        self._selector.register(self._process.stderr, selectors.EVENT_READ, STDERR)
+        self._selector.register(stdout, selectors.EVENT_READ, STDOUT)
+        self._selector.register(stderr, selectors.EVENT_READ, STDERR)
 
     def send(self, data: bytes) -> None:
         with contextlib.suppress(BrokenPipeError):  # the shell is gone: receive() says so
-            self._process.stdin.write(data)
-            self._process.stdin.flush()
+            self._stdin.write(data)
+            self._stdin.flush()
 
     def receive(self, timeout: float | None) -> tuple[int, bytes]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -175,10 +185,17 @@ class LocalShell(Duplex):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         self._selector.close()
-        for pipe in (process.stdin, process.stdout, process.stderr):
+        for pipe in pipes(process):
             with contextlib.suppress(OSError):
                 pipe.close()
         process.wait()
+
+
+def pipes(process: subprocess.Popen[bytes]) -> tuple[IO[bytes], IO[bytes], IO[bytes]]:
+    """The stdin, stdout and stderr pipes of a child started with all three piped."""
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+    assert stdin is not None and stdout is not None and stderr is not None  # all piped
+    return stdin, stdout, stderr
 
 
 def _not_started(exc: OSError, cwd: str) -> RawResult:
@@ -190,21 +207,21 @@ def _not_started(exc: OSError, cwd: str) -> RawResult:
 
 
 def _read_capped(
-    process: subprocess.Popen, timeout: float | None, cap: int
+    process: subprocess.Popen[bytes], timeout: float | None, cap: int
 ) -> tuple[Output, Output]:
     """A child's stdout and stderr to their end, each kept up to ``cap`` bytes, then its exit;
     TimeoutExpired past ``timeout`` (checked between reads: a flood cannot outrun it)."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    assert process.stdout is not None and process.stderr is not None  # both piped
     outputs = {process.stdout.fileno(): Output(cap), process.stderr.fileno(): Output(cap)}
-    pipes = (process.stdout, process.stderr)
     with selectors.DefaultSelector() as selector, contextlib.ExitStack() as closing:
-        for pipe in pipes:
+        for pipe in (process.stdout, process.stderr):
             closing.enter_context(pipe)
             selector.register(pipe, selectors.EVENT_READ)
         while selector.get_map():
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                raise subprocess.TimeoutExpired(process.args, timeout)
+                raise subprocess.TimeoutExpired(process.args, timeout or 0.0)
             for key, _ in selector.select(left):
                 chunk = os.read(key.fd, 1 << 16)
                 if chunk:
@@ -217,7 +234,7 @@ def _read_capped(
     return stdout, stderr
 
 
-def _kill_group(process: subprocess.Popen) -> None:
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL a running child's process group (its leader is not reaped yet: the id is still
     the child's) and collect the child."""
     with contextlib.suppress(ProcessLookupError):
@@ -324,7 +341,7 @@ class LocalSubstrate(Substrate):
     transports = ("exec", "session")
 
     def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> LocalHandle:
-        prefix = f"{WORKDIR_PREFIX}{self.session_id}-{os.getpid()}-"  # the labels of a workdir
+        prefix = f"{WORKDIR_PREFIX}{labels[SESSION_LABEL]}-{os.getpid()}-{labels[ROLLOUT_LABEL]}-"
         try:
             workdir = tempfile.mkdtemp(prefix=prefix, dir=self.root)
         except OSError as exc:
@@ -353,12 +370,22 @@ class LocalSubstrate(Substrate):
 
     def reap(self, session_id: str | None = None) -> int:
         """Remove the workdirs of ``session_id``; with None, those of sessions no longer alive."""
+        return self._remove(f"{WORKDIR_PREFIX}{session_id or '*'}-*", spare_live=not session_id)
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Remove the workdir (and kill the processes) of one create's ``labels``."""
+        session, rollout = labels[SESSION_LABEL], labels[ROLLOUT_LABEL]
+        return self._remove(f"{WORKDIR_PREFIX}{session}-*-{rollout}-*", spare_live=False)
+
+    def _remove(self, pattern: str, *, spare_live: bool) -> int:
+        """Remove the workdirs ``pattern`` matches, sparing those of a live process if
+        ``spare_live``; how many."""
         removed = 0
-        for path in Path(self.root).glob(f"{WORKDIR_PREFIX}{session_id or '*'}-*"):
+        for path in Path(self.root).glob(pattern):
             labels = _WORKDIR.fullmatch(path.name)
             if not labels or not path.is_dir():
                 continue
-            if session_id is None and process_alive(int(labels["pid"])):
+            if spare_live and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
             kill_marked(str(path))
             shutil.rmtree(path, ignore_errors=True)

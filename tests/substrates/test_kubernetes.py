@@ -620,7 +620,8 @@ def test_the_no_op_is_wrapped_in_timeout_as_every_step(k8s_kubeconfig, exec_comm
     finally:
         timed.close()
     wrapped = ["timeout", "-s", "KILL", "30.000"]
-    assert exec_commands[:3] == [[*wrapped, *NOOP]] * 3  # the first exec and two probes
+    ready = ["timeout", "-s", "KILL", "300.000"]  # the first no-op: k8s.ready_timeout, no step's
+    assert exec_commands[:3] == [[*ready, *NOOP]] + [[*wrapped, *NOOP]] * 2  # first exec, probes
     assert exec_commands[3] == [*wrapped, "echo", "hi"]
 
 

@@ -165,6 +165,8 @@ class AgentSandboxStandIn(KubeAPIStandIn):
                 f'{plural}.{group} "{name}" already exists',
                 {"name": name, "group": group, "kind": plural},
             )
+        if plural == "sandboxclaims":
+            await self.held_creates.hold_before_async()
         meta.update(namespace=namespace, uid=str(uuid.uuid4()), creationTimestamp=now_rfc3339())
         meta["generation"] = 1
         body["apiVersion"] = f"{group}/{VERSION}"
@@ -174,6 +176,7 @@ class AgentSandboxStandIn(KubeAPIStandIn):
             self._fill_pool(namespace, name)
         elif plural == "sandboxclaims":
             self._spawn(self._bind(namespace, name))
+            await self.held_creates.hold_after_async()
         return web.json_response(answer, status=201)
 
     async def delete_object(self, request: web.Request) -> web.Response:

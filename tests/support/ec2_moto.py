@@ -33,6 +33,8 @@ from xml.sax.saxutils import escape
 
 import pytest
 
+from support.late_answer import HeldAnswer
+
 REPO = Path(__file__).resolve().parents[2]
 SSHD_RECIPE = REPO / "images" / "sshd"
 SSHD_IMAGE = "rollout-tax/sshd:bookworm"
@@ -176,6 +178,8 @@ class FaultProxy:
     faults: list[Fault] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    #: Actions whose answer is held on demand (made by moto, answered late): see ``hold``.
+    holds: dict[str, HeldAnswer] = field(default_factory=dict)
     url: str = ""
 
     def start(self) -> FaultProxy:
@@ -217,7 +221,15 @@ class FaultProxy:
         self.rewrites.append(rule)
         return rule
 
+    def hold(self, action: str) -> HeldAnswer:
+        """Hold the answers of ``action`` (never a DryRun's) as the returned HeldAnswer, once
+        armed, says: forwarded to moto, then answered only when released."""
+        return self.holds.setdefault(action, HeldAnswer())
+
     def clear(self) -> None:
+        for held in self.holds.values():
+            held.disarm()
+        self.holds.clear()
         self.faults.clear()
         self.rewrites.clear()
         self.actions.clear()
@@ -233,7 +245,12 @@ class FaultProxy:
                 fault.hits += 1
                 self._reply(handler, fault.status, error_body(fault.code, fault.message))
                 return
+        held = None if dry_run else self.holds.get(action)
+        if held is not None:
+            held.hold_before()
         status, payload = self._forward(handler, body)
+        if held is not None:
+            held.hold_after()
         for rule in list(self.rewrites):
             if rule.action == action and rule.old in payload:
                 rule.hits += 1

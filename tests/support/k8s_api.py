@@ -9,6 +9,7 @@ isolated; a small "scheduler" and "kubelet" move pods through the conditions and
 node would produce (PodScheduled, Initialized, ContainersReady, Ready; Scheduled, Pulling,
 Pulled, Created, Started).
 
+:attr:`KubeAPIStandIn.held_creates` holds a create's answer on demand (``late_answer``).
 Faults are requested per pod with the label or annotation ``rollout-tax.test/simulate``:
 ``unschedulable`` (the pod stays Pending with an Unschedulable condition),
 ``image-pull-failure`` (ErrImagePull, then ImagePullBackOff) or ``lost-create-response`` (the
@@ -50,6 +51,11 @@ import yaml
 from aiohttp import WSCloseCode, WSMsgType, web
 
 from pytest_rollout_tax.core.substrate import process_alive
+
+try:
+    from support.late_answer import HeldAnswer
+except ImportError:  # run standalone: tests/support is the script's own folder
+    from late_answer import HeldAnswer  # type: ignore[no-redef]
 
 SIMULATE_KEY = "rollout-tax.test/simulate"
 OWNER_LABEL = "rollout-tax.test/k8s-api"
@@ -411,6 +417,8 @@ class KubeAPIStandIn:
         #: Pods the node runs at once (its pod capacity); None: no limit. Beyond it the
         #: scheduler leaves new pods Pending ("Too many pods") until a bound pod is deleted.
         self.max_pods: int | None = None
+        #: Holds the answer of a create (a pod's, or a claim's) on demand: made, answered late.
+        self.held_creates = HeldAnswer()
         #: The exec websockets open now, by pod name (a test may drop them).
         self._exec_sockets: dict[str, set[web.WebSocketResponse]] = {}
 
@@ -782,7 +790,9 @@ class KubeAPIStandIn:
                 f'pods "{name}" already exists',
                 {"name": name, "kind": "pods"},
             )
+        await self.held_creates.hold_before_async()
         self.add_pod(namespace, pod)
+        await self.held_creates.hold_after_async()
         if self._simulate(pod) == "lost-create-response" and request.transport is not None:
             request.transport.abort()  # created, but the client never hears of it
         return web.json_response(pod, status=201)

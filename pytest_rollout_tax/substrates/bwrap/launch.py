@@ -60,7 +60,7 @@ class BwrapHandle(Handle):
 
     #: The sandbox's directory: ``upper`` and ``work`` (its layer), ``root`` (the mount point).
     layer: Path
-    launch: subprocess.Popen
+    launch: subprocess.Popen[bytes]
     #: The keepalive's PID on this host: steps enter its namespaces.
     pid: int
     #: The PID namespace's init on this host: killing it ends the sandbox.
@@ -149,7 +149,7 @@ def launch(
     )
 
 
-def _sandbox_pids(info: int, process: subprocess.Popen) -> tuple[int, int]:
+def _sandbox_pids(info: int, process: subprocess.Popen[bytes]) -> tuple[int, int]:
     """The PIDs of the namespace's init (bwrap names it) and of the keepalive, its child."""
     data = b""
     with os.fdopen(info, "rb") as stream:
@@ -186,7 +186,7 @@ def enter(handle: BwrapHandle, argv: Sequence[str]) -> list[str]:
     ]  # fmt: skip
 
 
-def end(process: subprocess.Popen, init: int | None) -> None:
+def end(process: subprocess.Popen[bytes], init: int | None) -> None:
     """End a sandbox: kill the init of its PID namespace (the kernel kills every process
     inside), close its pipe, and wait for the launch to end (killed if it does not soon)."""
     if init is not None:

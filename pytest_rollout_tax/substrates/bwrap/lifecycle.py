@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -126,12 +127,22 @@ class BwrapSubstrate(Substrate):
     def reap(self, session_id: str | None = None) -> int:
         """Remove the sandboxes of ``session_id`` (with None, those whose process is gone):
         their processes, if any still run, then their directories."""
+        return self._remove(f"{PREFIX}{session_id or '*'}-*", spare_live=not session_id)
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Remove the sandbox of one create's ``labels``: its processes, then its directory."""
+        session, rollout = labels[SESSION_LABEL], labels[ROLLOUT_LABEL]
+        return self._remove(f"{PREFIX}{session}-*-{rollout}", spare_live=False)
+
+    def _remove(self, pattern: str, *, spare_live: bool) -> int:
+        """Remove the sandboxes ``pattern`` matches, sparing those of a live process if
+        ``spare_live``; how many."""
         removed = 0
-        for path in self.sandboxes.glob(f"{PREFIX}{session_id or '*'}-*"):
+        for path in self.sandboxes.glob(pattern):
             labels = _SANDBOX.fullmatch(path.name)
             if not labels or not path.is_dir():
                 continue
-            if session_id is None and process_alive(int(labels["pid"])):
+            if spare_live and process_alive(int(labels["pid"])):
                 continue  # a running session's sandbox
             launch.kill_recorded(path)
             rootfs.remove_tree(path)

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ...errors import SubstrateUnavailable
 
@@ -43,7 +44,7 @@ def exported(name: str, image: str, cache: Path, workdir: str) -> Path:
             raise SubstrateUnavailable(
                 f"{name}: image {image} is missing; build it with scripts/ensure-docker"
             ) from None
-        root = cache / "roots" / image_id.removeprefix("sha256:")[:24]
+        root: Path = cache / "roots" / str(image_id).removeprefix("sha256:")[:24]
         if not root.is_dir():
             try:
                 _export(name, client.api, image, root, workdir)
@@ -56,7 +57,7 @@ def exported(name: str, image: str, cache: Path, workdir: str) -> Path:
         client.close()
 
 
-def _export(name: str, api: object, image: str, root: Path, workdir: str) -> None:
+def _export(name: str, api: Any, image: str, root: Path, workdir: str) -> None:
     """Unpack ``image`` into ``root`` (through a directory beside it, then one rename)."""
     root.parent.mkdir(parents=True, exist_ok=True)
     container = api.create_container(image, command=["true"], labels={"rollout-tax.io/export": ""})
@@ -68,6 +69,7 @@ def _export(name: str, api: object, image: str, root: Path, workdir: str) -> Non
             stdin=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        assert untar.stdin is not None and untar.stderr is not None  # both piped
         try:
             for chunk in api.export(container["Id"]):
                 untar.stdin.write(chunk)
@@ -94,7 +96,7 @@ def remove_tree(path: Path) -> None:
     """Remove ``path`` whole, its read-only directories too (an overlay's work directory);
     nothing if it is gone already (a reap came first)."""
 
-    def writable(function: object, failed: str, error: tuple) -> None:
+    def writable(function: object, failed: str, error: tuple[type, BaseException, object]) -> None:
         if isinstance(error[1], FileNotFoundError):
             return
         os.chmod(os.path.dirname(failed), 0o700)

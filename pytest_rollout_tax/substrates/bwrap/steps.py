@@ -28,7 +28,7 @@ from ...core.transport import (
     timeout_wrapped,
     was_timed_out,
 )
-from ..local import _kill_group, _read_capped
+from ..local import _kill_group, _read_capped, pipes
 from .launch import BwrapHandle, enter
 
 #: How long past a step's timeout this client waits before it kills the step from outside.
@@ -56,13 +56,14 @@ class BwrapExec(Transport):
             stdout, stderr = _read_capped(process, backstop, self.output_cap)
         except subprocess.TimeoutExpired:
             _kill_group(process)
+            assert timeout is not None  # only a deadline expires
             raise step_timeout(self._handle.substrate, timeout) from None
         except BaseException:  # Ctrl-C, SIGTERM: the step goes first
             _kill_group(process)
             raise
         code = process.returncode
         code = 128 - code if code < 0 else code
-        if was_timed_out(timeout, code, time.perf_counter() - started):
+        if timeout is not None and was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._handle.substrate, timeout)
         return RawResult.of(code, stdout, stderr)
 
@@ -79,6 +80,7 @@ class BwrapExec(Transport):
             stdout, stderr = process.communicate(data, timeout)
         except subprocess.TimeoutExpired:
             _kill_group(process)
+            assert timeout is not None  # only a deadline expires
             raise step_timeout(self._handle.substrate, timeout) from None
         except BaseException:
             _kill_group(process)
@@ -86,9 +88,10 @@ class BwrapExec(Transport):
         if process.returncode != 0:
             why = stderr.decode("utf-8", "replace").strip() or "failed"
             raise file_error_for(process.returncode, path) or OSError(errno.EIO, why, path)
-        return stdout
+        result: bytes = stdout
+        return result
 
-    def _spawn(self, argv: list[str], *, stdin: int | None) -> subprocess.Popen:
+    def _spawn(self, argv: list[str], *, stdin: int | None) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             enter(self._handle, argv),
             env=self._handle.env,
@@ -111,14 +114,15 @@ class BwrapShell(Duplex):
             stderr=subprocess.PIPE,
             start_new_session=True,
         )
+        self._stdin, stdout, stderr = pipes(self._process)
         self._selector = selectors.DefaultSelector()
-        self._selector.register(self._process.stdout, selectors.EVENT_READ, STDOUT)
-        self._selector.register(self._process.stderr, selectors.EVENT_READ, STDERR)
+        self._selector.register(stdout, selectors.EVENT_READ, STDOUT)
+        self._selector.register(stderr, selectors.EVENT_READ, STDERR)
 
     def send(self, data: bytes) -> None:
         with contextlib.suppress(BrokenPipeError):  # the shell is gone: receive() says so
-            self._process.stdin.write(data)
-            self._process.stdin.flush()
+            self._stdin.write(data)
+            self._stdin.flush()
 
     def receive(self, timeout: float | None) -> tuple[int, bytes]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -145,7 +149,7 @@ class BwrapShell(Duplex):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         self._selector.close()
-        for pipe in (process.stdin, process.stdout, process.stderr):
+        for pipe in pipes(process):
             with contextlib.suppress(OSError):
                 pipe.close()
         process.wait()

@@ -14,10 +14,25 @@ from ...errors import ExtraMissing, SandboxError, SubstrateUnavailable
 try:
     import docker
     import docker.errors as docker_errors
-    import docker.utils.socket as docker_socket  # noqa: F401 - for exec.py
+    import docker.utils.socket as docker_socket
     import requests.exceptions
 except ImportError:  # pragma: no cover - exercised by a test that hides the extra
     raise ExtraMissing("docker", "docker") from None
+
+__all__ = [
+    "DEFAULT_HOST",
+    "ENGINE_ERRORS",
+    "UNIX_URL",
+    "connect",
+    "docker",
+    "docker_errors",
+    "docker_socket",
+    "engine_errors",
+    "explain",
+    "plain_socket",
+    "requests",
+    "root_cause",
+]
 
 DEFAULT_HOST = "unix:///var/run/docker.sock"
 #: The SDK's base URL for a unix socket.

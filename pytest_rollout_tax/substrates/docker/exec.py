@@ -63,15 +63,20 @@ class DockerExec(Transport):
             try:
                 stdout, stderr = exec_output(handle.api, exec_id, backstop, self.output_cap)
             except TimeoutError:
+                assert timeout is not None and backstop is not None  # only a bound times out
                 killed = kill_exec(handle.api, exec_id, command[0], group=wrapped)
                 fate = "killed" if killed else "it may still be running"
                 if wrapped:  # the in-container timeout should have ended it long before
                     fate = f"{backstop - timeout:.0f} s later it still ran; {fate}"
                 raise step_timeout(handle.substrate, timeout, fate) from None
             code = exit_code(handle.api, exec_id)
-        if was_timed_out(timeout, code, time.perf_counter() - started):
+        if timeout is not None and was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(handle.substrate, timeout)
-        if code == 126 and not stderr.size and (failed := not_started(stdout.data)) is not None:
+        if (
+            code == 126
+            and not stderr.size
+            and (failed := not_started(bytes(stdout.data))) is not None
+        ):
             # The runtime could not start the command (not found, no such cwd, not executable).
             if wrapped and b'exec: "timeout"' in stdout.data:
                 raise SandboxError(

@@ -8,11 +8,13 @@ so whatever a crashed or interrupted session leaves behind can be reaped.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import getpass
 import os
 import re
 import socket
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from ...core.price import GIB, Resources
@@ -80,8 +82,9 @@ class DockerSubstrate(Substrate):
         self._file_owner = FileOwner(self.options.user, self.name)
         self._pull_needed = False
         self._data_root = ""
-        #: Set while this thread starts and prepares a snapshot's template.
-        self._template = threading.local()
+        #: Set while this context starts and prepares a snapshot's template (a context
+        #: variable: the template's create runs in a thread of its own, in a copy of it).
+        self._template = contextvars.ContextVar(f"rollout-tax-template-{id(self)}", default=False)
         self.client = connect(self.name)
         self.api = self.client.api
         self._host_config = self.api.create_host_config(
@@ -105,20 +108,20 @@ class DockerSubstrate(Substrate):
 
     @property
     def snapshots(self) -> bool:
-        return self.options.snapshot
+        return bool(self.options.snapshot)
 
     def _snapshot_of(self, prepare: Prepare, timeout: float | None, clock: PhaseClock) -> Any:
         """The template of a snapshot runs its prepare as children of the container's init
         (:mod:`.spawner`): gVisor restores no process that ``docker exec`` started."""
-        self._template.active = True
+        token = self._template.set(True)
         try:
             return super()._snapshot_of(prepare, timeout, clock)
         finally:
-            self._template.active = False
+            self._template.reset(token)
 
     @property
     def _in_template(self) -> bool:
-        return getattr(self._template, "active", False)
+        return self._template.get()
 
     def _checkpoint(self, sandbox: Sandbox) -> snapshot.Snapshot:
         return snapshot.checkpoint(self.api, sandbox, self._data_root)
@@ -214,6 +217,19 @@ class DockerSubstrate(Substrate):
                 removed += self._remove(container["Id"])
         with contextlib.suppress(*ENGINE_ERRORS):  # prepared disks (their checkpoints went)
             removed += snapshot.reap_images(self.api, label, self._spares)
+        return removed
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Force-remove the containers carrying ``labels`` (one create's: a late create),
+        whatever their state; no owner is spared, the tag is this process's own."""
+        filters = {"label": [f"{key}={value}" for key, value in labels.items()]}
+        try:
+            found = self.api.containers(all=True, filters=filters)
+        except ENGINE_ERRORS as exc:
+            raise SandboxError(f"{self.name}: cannot list containers: {root_cause(exc)}") from None
+        removed = 0
+        for container in found:
+            removed += self._remove(container["Id"])
         return removed
 
     def _spares(self, labels: dict[str, str]) -> bool:

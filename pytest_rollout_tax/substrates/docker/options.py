@@ -12,6 +12,8 @@ from ...core.substrate import SubstrateOptions
 from .. import SANDBOX_IMAGE as DEFAULT_IMAGE
 from .gvisor import PLATFORMS, is_gvisor
 
+__all__ = ["DEFAULT_IMAGE", "DockerOptions", "memory_bytes"]
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*(:[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
 _MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

@@ -78,6 +78,7 @@ def _host_view(api: Any, container: str) -> dict[str, Any]:
 
 def _reset_on_host(handle: DockerHandle, spared: set[int]) -> None:
     host = handle.host
+    assert host is not None  # from_host() found it
     pid = host["pid"]
     _kill_all_but_keepalive(pid, spared)
     root = f"/proc/{pid}/root"

@@ -71,7 +71,8 @@ class DockerShell(Duplex):
                 raise TimeoutError
             self._socket.settimeout(wait)
             try:
-                return self._socket.recv(_READ_SIZE)
+                data: bytes = self._socket.recv(_READ_SIZE)
+                return data
             except TimeoutError:
                 if not self._running():
                     return b""

@@ -97,7 +97,9 @@ class EC2Api:
         #: The endpoint, for messages (without any user:password part).
         self.url = redact_url(self.client.meta.endpoint_url)
 
-    def call(self, action: str, method: Callable[..., dict], **params: Any) -> dict:
+    def call(
+        self, action: str, method: Callable[..., dict[str, Any]], **params: Any
+    ) -> dict[str, Any]:
         """``method(**params)``, with every AWS failure turned into one clear error."""
         try:
             return method(**params)

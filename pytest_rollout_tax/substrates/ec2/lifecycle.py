@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,7 +148,7 @@ class EC2Substrate(Substrate):
             params["UserData"] = opts.user_data
         return params
 
-    def _wait_running(self, instance_id: str, deadline: float) -> dict:
+    def _wait_running(self, instance_id: str, deadline: float) -> dict[str, Any]:
         """Poll ``describe_instances`` until the instance runs (with the address we need)."""
         opts: EC2Options = self.options
         state = "pending"
@@ -165,7 +166,8 @@ class EC2Substrate(Substrate):
                     if state == "running" and (
                         self.fixed_endpoint or instance.get(_ADDRESS_KEYS[opts.connect])
                     ):
-                        return instance
+                        found: dict[str, Any] = instance
+                        return found
                     if state in GONE_STATES:
                         reason = instance.get("StateReason", {}).get("Message", "no reason given")
                         raise SandboxStartError(
@@ -180,7 +182,7 @@ class EC2Substrate(Substrate):
                 )
             time.sleep(opts.poll_interval)
 
-    def _address(self, instance: dict) -> tuple[str, int]:
+    def _address(self, instance: dict[str, Any]) -> tuple[str, int]:
         if self.fixed_endpoint:
             return self.fixed_endpoint
         return instance[_ADDRESS_KEYS[self.options.connect]], 22
@@ -233,7 +235,18 @@ class EC2Substrate(Substrate):
             owner = {"Name": "tag-key", "Values": [SESSION_LABEL]}
         else:
             owner = {"Name": f"tag:{SESSION_LABEL}", "Values": [session_id]}
-        filters = [owner, {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
+        return self._terminate_matching([owner])
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Terminate the live instances (``pending`` ones included) tagged with ``labels``,
+        one create's: its RunInstances carried them (TagSpecifications)."""
+        return self._terminate_matching(
+            [{"Name": f"tag:{key}", "Values": [value]} for key, value in labels.items()]
+        )
+
+    def _terminate_matching(self, owner: list[dict[str, Any]]) -> int:
+        """Terminate the live instances that match every filter of ``owner``; how many."""
+        filters = [*owner, {"Name": "instance-state-name", "Values": list(LIVE_STATES)}]
         ids: list[str] = []
         try:
             for page in self.client.get_paginator("describe_instances").paginate(Filters=filters):
@@ -254,7 +267,7 @@ class EC2Substrate(Substrate):
 
     @property
     def endpoint(self) -> str:
-        return self.client.meta.endpoint_url
+        return str(self.client.meta.endpoint_url)
 
     def ping(self) -> None:
         self.client.describe_availability_zones()

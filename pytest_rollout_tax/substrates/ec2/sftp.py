@@ -48,7 +48,8 @@ class SFTPFiles:
             raise file_error(NotRegularFileError, path)
         with _status(path), self._sftp.open(path, "rb") as handle:
             handle.prefetch()
-            return handle.read()
+            data: bytes = handle.read()
+            return data
 
     def close(self) -> None:
         self._sftp.close()

@@ -55,12 +55,12 @@ def _channel_request(channel: paramiko.Channel, message: paramiko.Message) -> No
     start = message.packet.tell()
     if message.get_text() == "exit-signal":
         message.get_boolean()  # want_reply
-        channel.rollout_tax_signal = message.get_text()  # type: ignore[attr-defined]
+        channel.rollout_tax_signal = message.get_text()
     message.packet.seek(start)
     paramiko.Channel._handle_request(channel, message)
 
 
-class _Transport(paramiko.Transport):
+class _Transport(paramiko.Transport):  # type: ignore[misc]  # paramiko has no type hints
     """A paramiko transport that also records ``exit-signal`` (see :func:`_channel_request`)."""
 
     _channel_handler_table = {  # noqa: RUF012 - paramiko's own table, extended
@@ -72,7 +72,7 @@ class _Transport(paramiko.Transport):
 def exit_code(channel: paramiko.Channel) -> int | None:
     """The command's exit status, 128 + N if signal N killed it, None if neither came."""
     if channel.exit_status >= 0:
-        return channel.exit_status
+        return int(channel.exit_status)
     name = getattr(channel, "rollout_tax_signal", None)
     if name is None:
         return None
@@ -138,7 +138,7 @@ class SSHConnection:
 
     @property
     def alive(self) -> bool:
-        return self.transport.is_active()
+        return bool(self.transport.is_active())
 
     def channel(self) -> paramiko.Channel:
         """A new session channel; SSHChannelError (nothing started) if none can be opened."""
@@ -168,11 +168,13 @@ class SSHConnection:
             channel.shutdown_write()
             stdout, stderr = Output(cap + _PID_LINE), Output(cap)
             if not _pump(channel, stdout, stderr, deadline):
+                assert timeout is not None  # only a deadline ends the pump early
                 self._kill(channel, stdout, stderr)
                 raise step_timeout(name, timeout)
             # The exit status follows the end of output closely: allow it a moment.
             grace = None if deadline is None else max(0.5, deadline - time.perf_counter())
             if not channel.status_event.wait(grace):
+                assert timeout is not None  # without a deadline the wait has no bound
                 self._kill(channel, stdout, stderr)
                 raise step_timeout(name, timeout)
             code = exit_code(channel)

@@ -6,9 +6,8 @@ so a no-op costs one process spawn, as on the other substrates.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import paramiko
 
@@ -44,7 +43,10 @@ class EC2Exec(Transport):
         # sshd hands the line to the login shell, which runs it and becomes the command.
         command = shell_line(argv, env=env, cwd=cwd)
         name, cap = self._substrate, self.output_cap
-        run = lambda c: c.run(command, timeout=timeout, name=name, cap=cap)  # noqa: E731
+
+        def run(connection: SSHConnection) -> RawResult:
+            return connection.run(command, timeout=timeout, name=name, cap=cap)
+
         return self._over_ssh(run, file=False)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
@@ -73,22 +75,25 @@ class EC2Exec(Transport):
         an SFTP request unanswered within the step timeout. File errors the SFTP server
         reports (an ``OSError`` with an errno) pass through as they are.
         """
-        attempt = functools.partial(self._attempt, operation=operation, file=file, timeout=timeout)
         try:
-            return attempt(self._link.connection(), retry=True)
+            return self._attempt(
+                self._link.connection(), operation, file=file, retry=True, timeout=timeout
+            )
         except (SSHChannelError, _Dropped):
             self._link.drop()
-        return attempt(self._link.connection(), retry=False)
+        return self._attempt(
+            self._link.connection(), operation, file=file, retry=False, timeout=timeout
+        )
 
     def _attempt(
         self,
         connection: SSHConnection,
-        operation: Callable[[SSHConnection], Any],
+        operation: Callable[[SSHConnection], T],
         *,
         file: bool,
         retry: bool,
         timeout: float | None,
-    ) -> Any:
+    ) -> T:
         """One try of :meth:`_over_ssh`; raises _Dropped if ``retry`` and it may be retried."""
         name, instance = self._substrate, self._link.instance_id
         failure: BaseException

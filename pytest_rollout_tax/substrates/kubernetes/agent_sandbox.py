@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -68,15 +68,16 @@ POOL = Kind(EXTENSIONS_GROUP, "sandboxwarmpools", "SandboxWarmPool")
 MADE = (CLAIM, POOL, TEMPLATE)
 
 
-def condition(obj: dict, kind: str = "Ready") -> dict | None:
+def condition(obj: dict[str, Any], kind: str = "Ready") -> dict[str, Any] | None:
     """The status condition ``kind`` of ``obj``, or None."""
     for item in (obj.get("status") or {}).get("conditions") or []:
         if item.get("type") == kind:
-            return item
+            found: dict[str, Any] = item
+            return found
     return None
 
 
-def conditions_text(obj: dict | None) -> str:
+def conditions_text(obj: dict[str, Any] | None) -> str:
     """The object's conditions in one line: ``Ready=False (Reason: message)``, or 'none'."""
     items = ((obj or {}).get("status") or {}).get("conditions") or []
     parts = []
@@ -88,7 +89,7 @@ def conditions_text(obj: dict | None) -> str:
     return "; ".join(parts) or "no conditions yet"
 
 
-def claim_manifest(name: str, pool: str, labels: dict[str, str]) -> dict:
+def claim_manifest(name: str, pool: str, labels: dict[str, str]) -> dict[str, Any]:
     """A SandboxClaim checking out of ``pool``; ``labels`` on the claim and on its pod."""
     return {
         "apiVersion": CLAIM.api_version,
@@ -102,7 +103,7 @@ def claim_manifest(name: str, pool: str, labels: dict[str, str]) -> dict:
     }
 
 
-def template_manifest(name: str, pod: dict, labels: dict[str, str]) -> dict:
+def template_manifest(name: str, pod: dict[str, Any], labels: dict[str, str]) -> dict[str, Any]:
     """A SandboxTemplate whose pod is ``pod`` (a Pod manifest)."""
     meta = pod.get("metadata") or {}
     pod_meta = {k: meta[k] for k in ("labels", "annotations") if meta.get(k)}
@@ -117,7 +118,9 @@ def template_manifest(name: str, pod: dict, labels: dict[str, str]) -> dict:
     }
 
 
-def pool_manifest(name: str, template: str, replicas: int, labels: dict[str, str]) -> dict:
+def pool_manifest(
+    name: str, template: str, replicas: int, labels: dict[str, str]
+) -> dict[str, Any]:
     """A SandboxWarmPool of ``replicas`` sandboxes of ``template``."""
     return {
         "apiVersion": POOL.api_version,
@@ -135,7 +138,9 @@ class Objects:
         self.namespace = api.namespace
         self.custom = k8s_client.CustomObjectsApi(api.client)
 
-    def _call(self, verb: str, kind: Kind, name: str | None, func: Any, *args: Any, **kw: Any):
+    def _call(
+        self, verb: str, kind: Kind, name: str | None, func: Any, *args: Any, **kw: Any
+    ) -> Any:
         try:
             return func(kind.group, VERSION, self.namespace, kind.plural, *args, **kw)
         except k8s_client.ApiException as exc:
@@ -146,17 +151,23 @@ class Objects:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise self.api.unreachable(exc) from None
 
-    def create(self, kind: Kind, body: dict) -> dict:
+    def create(self, kind: Kind, body: dict[str, Any]) -> dict[str, Any]:
         name = body["metadata"]["name"]
         timeout = self.api.timeout
         create = self.custom.create_namespaced_custom_object
-        return self._call("create", kind, name, create, body, _request_timeout=timeout)
+        created: dict[str, Any] = self._call(
+            "create", kind, name, create, body, _request_timeout=timeout
+        )
+        return created
 
-    def get(self, kind: Kind, name: str) -> dict:
+    def get(self, kind: Kind, name: str) -> dict[str, Any]:
         get = self.custom.get_namespaced_custom_object
-        return self._call("get", kind, name, get, name, _request_timeout=self.api.timeout)
+        found: dict[str, Any] = self._call(
+            "get", kind, name, get, name, _request_timeout=self.api.timeout
+        )
+        return found
 
-    def list(self, kind: Kind, selector: str = "", limit: int = 0) -> list[dict]:
+    def list(self, kind: Kind, selector: str = "", limit: int = 0) -> list[dict[str, Any]]:
         extra: dict[str, Any] = {"label_selector": selector} if selector else {}
         if limit:
             extra["limit"] = limit
@@ -189,7 +200,7 @@ class Objects:
 
     def watch(
         self, kind: Kind, name: str, resource_version: str, seconds: float
-    ) -> Iterator[tuple[str, dict]]:
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """The events of one watch on ``name`` (every object of ``kind`` if empty) after
         ``resource_version``, for ``seconds``."""
         extra = {"field_selector": f"metadata.name={name}"} if name else {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from ...core.transport import one_line
@@ -57,7 +57,7 @@ class Api:
         resource: str,
         name: str | None = None,
         query: Sequence[tuple[str, str]] = (),
-        body: dict | None = None,
+        body: dict[str, Any] | None = None,
         stream: bool = False,
         timeout: Any = None,
     ) -> Any:
@@ -66,10 +66,11 @@ class Api:
         if body is not None:
             headers["Content-Type"] = "application/json"
         try:
-            response = self.client.call_api(
-                *self.serialize(method, path, name=name, query=query, headers=headers, body=body),
-                _request_timeout=timeout or self.timeout,
+            request = self.serialize(
+                method, path, name=name, query=query, headers=headers, body=body
             )
+            call_api: Callable[..., Any] = self.client.call_api  # its arguments are positional
+            response = call_api(*request, _request_timeout=timeout or self.timeout)
         except (urllib3.exceptions.HTTPError, OSError, k8s_client.ApiException) as exc:
             raise self.unreachable(exc) from None
         raw = response.response
@@ -98,8 +99,8 @@ class Api:
         name: str | None = None,
         query: Sequence[tuple[str, str]] = (),
         headers: dict[str, str] | None = None,
-        body: dict | None = None,
-    ) -> tuple:
+        body: dict[str, Any] | None = None,
+    ) -> tuple[Any, ...]:
         """The client's (method, url, headers, body) for a request, with its credentials."""
         return self.client.param_serialize(
             method,
@@ -111,7 +112,9 @@ class Api:
             auth_settings=["BearerToken"],
         )
 
-    def watch(self, name: str, resource_version: str, seconds: float) -> Iterator[tuple[str, dict]]:
+    def watch(
+        self, name: str, resource_version: str, seconds: float
+    ) -> Generator[tuple[str, dict[str, Any]], None, None]:
         """The events of one watch on pod ``name`` after ``resource_version``, for ``seconds``."""
         query = [
             ("fieldSelector", f"metadata.name={name}"),

@@ -15,6 +15,7 @@ import contextlib
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.pool_stats import PoolStats
 from ...core.record import PhaseClock
@@ -90,7 +91,7 @@ class Claims:
 
     # -- the template and the pool -----------------------------------------------------------
 
-    def prepare(self, pod: dict) -> None:
+    def prepare(self, pod: dict[str, Any]) -> None:
         """Make the template and pool from ``pod`` (``template_from``), or find the user's."""
         if self.options.template_from == "pod":
             self._make(pod)
@@ -100,7 +101,7 @@ class Claims:
         replicas = int((pool.get("spec") or {}).get("replicas") or 0)
         self.idle = PoolIdle(self.pool, replicas, made_by_tool=False)
 
-    def _make(self, pod: dict) -> None:
+    def _make(self, pod: dict[str, Any]) -> None:
         name = f"rollout-tax-{self.session_id}-{new_id()[:6]}"
         labels = {SESSION_LABEL: self.session_id}
         self.objects.create(TEMPLATE, template_manifest(name, pod, labels))
@@ -116,7 +117,7 @@ class Claims:
     def _wait_pool(self, name: str, version: str) -> None:
         """Until the pool reports ``warm_pool`` ready sandboxes (untimed: no rollout's)."""
         deadline = time.perf_counter() + self.options.ready_timeout
-        pool: dict = {}
+        pool: dict[str, Any] = {}
         while (remaining := deadline - time.perf_counter()) > 0:
             with contextlib.closing(self.objects.watch(POOL, name, version, remaining)) as watch:
                 for kind, obj in watch:
@@ -134,7 +135,7 @@ class Claims:
             " (k8s.ready_timeout)"
         )
 
-    def _pool_of(self, template: str) -> dict:
+    def _pool_of(self, template: str) -> dict[str, Any]:
         """The user's SandboxWarmPool whose ``sandboxTemplateRef`` is ``template`` (by name,
         the first of several)."""
         try:
@@ -214,7 +215,7 @@ class Claims:
         )
 
     def _wait_bound(
-        self, name: str, claim: dict, clock: PhaseClock, deadline: float
+        self, name: str, claim: dict[str, Any], clock: PhaseClock, deadline: float
     ) -> tuple[str, str]:
         """Follow the claim until bound and Ready; its sandbox's name and the last version."""
         version = claim["metadata"]["resourceVersion"]
@@ -245,7 +246,7 @@ class Claims:
                             return claim["status"]["sandbox"]["name"], version
 
     @staticmethod
-    def _advance(claim: dict, clock: PhaseClock, marked: set[str]) -> bool:
+    def _advance(claim: dict[str, Any], clock: PhaseClock, marked: set[str]) -> bool:
         """Mark ``bound`` and ``ready`` as they happen; True once both have; raise on a
         condition the controller never recovers from."""
         status = claim.get("status") or {}
@@ -302,8 +303,12 @@ class Claims:
     def reap(self, session_id: str | None) -> int:
         """Delete the claims, pools and templates labelled with ``session_id`` (any if None)."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
+        return self.remove(selector)
+
+    def remove(self, selector: str, kinds: tuple[Kind, ...] = MADE) -> int:
+        """Delete the objects of ``kinds`` that ``selector`` picks; how many."""
         removed = 0
-        for kind in MADE:
+        for kind in kinds:
             for obj in self.objects.list(kind, selector):
                 removed += self.objects.delete(kind, obj["metadata"]["name"])
         return removed

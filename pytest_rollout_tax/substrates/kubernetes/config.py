@@ -18,10 +18,10 @@ from .client import ConfigException, k8s_client, k8s_config, yaml
 def toleration(item: str | Mapping[str, Any]) -> dict[str, Any]:
     """A toleration from ``key[=value][:Effect]`` (kubectl taint syntax) or a mapping."""
     if isinstance(item, Mapping):
-        result = dict(item)
-        if "tolerationSeconds" in result:
-            result["tolerationSeconds"] = int(result["tolerationSeconds"])
-        return result
+        given = dict(item)
+        if "tolerationSeconds" in given:
+            given["tolerationSeconds"] = int(given["tolerationSeconds"])
+        return given
     match = re.fullmatch(
         r"([^=:\s]+)(?:=([^:\s]*))?(?::(NoSchedule|PreferNoSchedule|NoExecute))?", item
     )

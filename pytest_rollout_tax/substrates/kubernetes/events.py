@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from .api import EVENTS, Api, ApiError
 
@@ -18,12 +19,12 @@ _GO_UNITS = {
 }
 
 
-def pod_events(api: Api, name: str) -> list[dict]:
+def pod_events(api: Api, name: str) -> list[dict[str, Any]]:
     """The events of pod ``name``, oldest first."""
     query = [("fieldSelector", f"involvedObject.kind=Pod,involvedObject.name={name}")]
     items = api.call("GET", EVENTS, verb="list", resource="events", query=query).get("items") or []
 
-    def when(event: dict) -> str:
+    def when(event: dict[str, Any]) -> str:
         return str(
             event.get("lastTimestamp")
             or event.get("eventTime")
@@ -65,7 +66,7 @@ def go_duration_seconds(text: str) -> float | None:
     return sum(float(number) * _GO_UNITS[unit] for number, unit in parts)
 
 
-def not_ready_report(api: Api, name: str, pod: dict | None) -> str:
+def not_ready_report(api: Api, name: str, pod: dict[str, Any] | None) -> str:
     """Why the pod is not ready (the scheduler's reason, a waiting container) and its events."""
     status = (pod or {}).get("status") or {}
     state = f"phase {status.get('phase', 'unknown')}"

@@ -70,9 +70,12 @@ class PodExec(Transport):
                 cap=self.output_cap,
             )
         except exec_ws.Deadline:
+            assert timeout is not None  # only a deadline passes
             fate = f"{self._grace:g} s later its exit status had not arrived"
             raise step_timeout(self._substrate, timeout, fate) from None
-        if was_timed_out(timeout, result.exit_code, time.perf_counter() - started):
+        if timeout is not None and was_timed_out(
+            timeout, result.exit_code, time.perf_counter() - started
+        ):
             raise step_timeout(self._substrate, timeout)
         return result
 

@@ -225,7 +225,7 @@ def _bytes(data: bytes | str) -> bytes:
     return data if isinstance(data, bytes) else data.encode()
 
 
-def _websocket(configuration: Any, request: tuple, timeout: float) -> WebSocket:
+def _websocket(configuration: Any, request: tuple[Any, ...], timeout: float) -> WebSocket:
     """``ws_client.create_websocket`` for a serialized GET request, with ``timeout`` on the
     connect and the handshake (the client's own takes none, so an unanswered upgrade hangs)."""
     url, headers = ws_client.get_websocket_url(request[1]), request[2] or {}

@@ -16,7 +16,7 @@ from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SubstrateUnavailable
 from . import events
-from .agent_sandbox import Objects
+from .agent_sandbox import CLAIM, Objects
 from .api import POD, PODS, Api, ApiError
 from .claims import ClaimHandle, Claims
 from .client import parse_quantity
@@ -50,7 +50,7 @@ START_FAILURES = {
 
 
 class _NotReady(Exception):
-    def __init__(self, pod: dict | None) -> None:
+    def __init__(self, pod: dict[str, Any] | None) -> None:
         self.pod = pod
 
 
@@ -90,7 +90,7 @@ class KubernetesSubstrate(Substrate):
                 raise
             self.claims = Claims(objects, self.options, self.session_id)
 
-    def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict:
+    def pod_manifest(self, name: str, labels: Mapping[str, str]) -> dict[str, Any]:
         """The pod this substrate creates for a sandbox ``name`` with ownership ``labels``."""
         return self._base.manifest(name, self.namespace, labels)
 
@@ -175,7 +175,19 @@ class KubernetesSubstrate(Substrate):
     def reap(self, session_id: str | None = None) -> int:
         """Delete the pods labelled with ``session_id`` (any session if None) in the namespace."""
         selector = f"{SESSION_LABEL}={session_id}" if session_id else SESSION_LABEL
-        removed = self._reap_claims(session_id)
+        return self._reap_claims(session_id) + self._delete_pods(selector)
+
+    def reap_tagged(self, labels: Mapping[str, str]) -> int:
+        """Delete the pods, or in claim mode the SandboxClaims (their Sandboxes and pods go
+        with them), labelled with ``labels``: one create's, Pending ones included."""
+        selector = ",".join(f"{key}={value}" for key, value in sorted(labels.items()))
+        if self.claims is not None:
+            return self.claims.remove(selector, kinds=(CLAIM,))
+        return self._delete_pods(selector)
+
+    def _delete_pods(self, selector: str) -> int:
+        """Delete the pods ``selector`` picks in the namespace; how many were there."""
+        removed = 0
         query = [("labelSelector", selector)]
         pods = self.api.call("GET", PODS, verb="list", resource="pods", query=query)
         for pod in pods.get("items") or []:
@@ -234,7 +246,7 @@ class KubernetesSubstrate(Substrate):
     ) -> str:
         """Follow the pod with a watch until Ready, marking each condition as it turns True."""
         marked: set[str] = set()
-        pod: dict | None = None
+        pod: dict[str, Any] | None = None
         while True:
             remaining = deadline - time.perf_counter()
             if remaining <= 0:
@@ -268,7 +280,7 @@ class KubernetesSubstrate(Substrate):
                         if self._advance(pod, clock, marked):
                             return resource_version
 
-    def _advance(self, pod: dict, clock: PhaseClock, marked: set[str]) -> bool:
+    def _advance(self, pod: dict[str, Any], clock: PhaseClock, marked: set[str]) -> bool:
         """Mark the phases whose condition turned True; raise if the pod can never start."""
         status = pod.get("status") or {}
         conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}

@@ -31,7 +31,7 @@ class BasePod:
     #: Its working directory.
     workdir: str
 
-    def manifest(self, name: str, namespace: str, labels: Mapping[str, str]) -> dict:
+    def manifest(self, name: str, namespace: str, labels: Mapping[str, str]) -> dict[str, Any]:
         """The pod for a sandbox ``name`` in ``namespace`` with ownership ``labels``."""
         pod = copy.deepcopy(self.pod)
         meta = pod["metadata"]
@@ -87,7 +87,7 @@ def base_pod(options: KubernetesOptions) -> BasePod:
     return BasePod(pod, sandbox["name"], sandbox["workingDir"])
 
 
-def read_template(path: str | None) -> dict:
+def read_template(path: str | None) -> dict[str, Any]:
     """The Pod manifest in the YAML file ``path`` (a bare PodSpec is wrapped); {} for None."""
     if not path:
         return {}
@@ -113,7 +113,7 @@ def read_template(path: str | None) -> dict:
     return data
 
 
-def merge(base: dict, over: Mapping[str, Any]) -> dict:
+def merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``over`` merged in: mappings recursively, everything else replaced."""
     result = copy.deepcopy(base)
     for key, value in over.items():

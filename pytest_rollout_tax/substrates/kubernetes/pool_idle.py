@@ -15,6 +15,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ...core.pool_stats import PoolStats
 from .agent_sandbox import POOL, SANDBOX, Objects, condition
@@ -72,7 +73,7 @@ class PoolIdle:
                 if self._closed.wait(0.2):
                     return
 
-    def see(self, kind: str, sandbox: dict) -> None:
+    def see(self, kind: str, sandbox: dict[str, Any]) -> None:
         """One watch event of a Sandbox: the pool's appearing, turning Ready, claimed, gone."""
         meta = sandbox.get("metadata") or {}
         name = meta.get("name") or ""
@@ -91,7 +92,7 @@ class PoolIdle:
                 if name in self._ready:
                     self.stats.idle_sandbox_s += max(0.0, now - self._ready.pop(name))
 
-    def _owned(self, meta: dict) -> bool:
+    def _owned(self, meta: dict[str, Any]) -> bool:
         return any(
             ref.get("controller") and ref.get("kind") == POOL.kind and ref.get("name") == self.pool
             for ref in meta.get("ownerReferences") or []
