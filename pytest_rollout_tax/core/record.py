@@ -15,8 +15,9 @@ StepKind = Literal["exec", "write_file", "read_file"]
 UNBOUND = "unbound"
 #: A rollout whose create the provider's rate limiter refused (not a failure).
 RATE_LIMITED = "rate_limited"
-#: Of the outcomes (passed, failed, error: the sandbox never became ready, unbound, skipped,
-#: and interrupted: the session was stopped while it ran), those that count as failures.
+#: Of the outcomes (passed, failed, error: a setup of the workload's failed, unbound, skipped,
+#: interrupted: the session was stopped while it ran, and the infrastructure's, ``infra_failed``
+#: and ``rate_limited``: see ``core/infra.py``), those that count as the workload's failures.
 FAILED_OUTCOMES = ("failed", "error", UNBOUND)
 #: The per-step columns every rollout's ``steps`` object has in the report, in order
 #: (``kind`` comes with its legend, ``kinds``).
@@ -88,6 +89,9 @@ class Rollout:
     steps: list[Step] = field(default_factory=list)
     action_probes_s: list[float] = field(default_factory=list)
     error: str | None = None
+    #: Why the infrastructure failed under it (``core/infra.py``: ``start``, ``lost``,
+    #: ``teardown``, ...); None: it did not. Its outcome is then ``infra_failed``.
+    infra_cause: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
     #: The substrate's billing (``core.price.Rate.to_dict``), when it has a price.
@@ -156,6 +160,8 @@ class Rollout:
             extra["relay_reason"] = self.relay_reason
         if self.rate is not None:  # a substrate with a price
             extra["rate"] = dict(self.rate)
+        if self.infra_cause is not None:  # the infrastructure failed under it
+            extra["infra_cause"] = self.infra_cause
         return {
             "test": self.test,
             "substrate": self.substrate,

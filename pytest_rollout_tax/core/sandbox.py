@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import RolloutTaxError, SandboxError, SandboxStartError
-from . import contract
+from . import contract, infra
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
 
@@ -127,6 +127,7 @@ class Sandbox:
             try:
                 raw = self.transport.run(argv, timeout=timeout, env=env, cwd=workdir)
             except RolloutTaxError as exc:  # raised here: the transport's frames hold ``env``
+                infra.note(self.rollout, exc, "step")
                 raise exc.with_traceback(None) from None
             finally:
                 wall = time.perf_counter() - started
@@ -208,6 +209,9 @@ class Sandbox:
             with contextlib.suppress(Exception):  # the environment goes, whatever its shell did
                 self.transport.close()
             self.substrate.destroy(self.handle)
+        except RolloutTaxError as exc:
+            infra.note(self.rollout, exc, "teardown")
+            raise
         finally:
             ended = time.perf_counter()
             self.rollout.stamp("gone")
@@ -267,5 +271,8 @@ class Sandbox:
             started = time.perf_counter()
             try:
                 yield
+            except RolloutTaxError as exc:
+                infra.note(self.rollout, exc, "step")
+                raise
             finally:
                 self._record(kind, started, time.perf_counter() - started)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import ConfigError, RolloutTaxError, SandboxStartError
+from ..errors import ConfigError, PrepareFailed, RolloutTaxError, SandboxStartError
 from . import contract, prices
 from .control_plane import ControlPlane, is_loopback
 from .limits import LIMITS
@@ -77,7 +77,7 @@ class Prepare:
             name = getattr(self.run, "__name__", repr(self.run))
             failed = f"{type(exc).__name__}: {exc}"
             message = f"{sandbox.substrate.name}: prepare={name} failed: {failed}"
-            raise SandboxStartError(sandbox.rollout.redact(message)) from None
+            raise PrepareFailed(sandbox.rollout.redact(message)) from None
 
 
 def command_env_values(options: object) -> list[str]:

@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..core.infra import INFRA_OUTCOMES
 from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
@@ -38,6 +39,9 @@ class Side:
     dollars: float | None = None
 
     def value(self, metric: str, stat: str) -> float | None:
+        if metric == "infra_failed":  # the share of its rollouts the infrastructure failed
+            figures = self.units(metric, stat)
+            return math.fsum(figures) / len(figures) if figures else None
         if metric == "worker_hours":
             return self.worker_hours
         if metric == "cost":
@@ -102,7 +106,8 @@ class Side:
 
 
 def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
-    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
+    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known);
+    ``infra_failed``: 1 when the infrastructure failed it, else 0."""
     samples = {
         metric: (item[f"{metric}_s"],)
         for metric in ("cold_start", "teardown", "trajectory")
@@ -110,6 +115,7 @@ def rollout_samples(item: dict) -> dict[str, tuple[float, ...]]:
     }
     samples["action"] = tuple(item.get("action_probes_s", ()))
     samples["step"] = tuple(step_walls(item.get("steps")))
+    samples["infra_failed"] = (float(item.get("outcome") in INFRA_OUTCOMES),)
     return samples
 
 
