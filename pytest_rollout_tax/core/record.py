@@ -109,6 +109,9 @@ class Rollout:
     #: That runtime's release and platform, where known (gVisor: ``20240729.0``, ``systrap``).
     runtime_release: str | None = None
     runtime_platform: str | None = None
+    #: What its sandbox was made from, as the provider names it: an image or a template
+    #: (``Substrate.template``); None where the substrate has none (local, bwrap, EC2).
+    template: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
     #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
@@ -152,6 +155,8 @@ class Rollout:
             extra |= {"runtime_platform": self.runtime_platform}
         if self.snapshot:
             extra["snapshot"] = True
+        if self.template is not None:
+            extra["template"] = self.template
         if self.launch_type is not None:
             extra["launch_type"] = self.launch_type
         if self.step_path is not None:  # a session: what served its steps

@@ -226,6 +226,17 @@ class Substrate(ABC):
         return Resources()
 
     @property
+    def template(self) -> str | None:
+        """What each sandbox is made from, as the provider names it: its ``template`` option
+        (E2B's, an agent-sandbox claim's) or else its ``image`` (docker, k8s, Daytona); None
+        when it has neither (local, bwrap, EC2, Modal)."""
+        for name in ("template", "image"):
+            value = getattr(self.options, name, None)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @property
     def secrets(self) -> list[str]:
         """The credentials this substrate holds (API keys, tokens), kept out of every report."""
         return []
@@ -377,6 +388,7 @@ class Substrate(ABC):
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.runtime = self.runtime
+        rollout.template = self.template
         rollout.runtime_release = self.runtime_release
         rollout.runtime_platform = self.runtime_platform
         if self.rate is not None:
