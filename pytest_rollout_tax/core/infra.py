@@ -47,7 +47,8 @@ CAUSES: tuple[tuple[type[BaseException], tuple[Phase, ...], str | None], ...] = 
     (RateLimited, ("start",), "rate_limited"),
     (SubstrateUnavailable, ("start",), "unavailable"),
     (SandboxStartError, ("start",), "start"),
-    (SandboxError, ("start", "step"), "lost"),
+    (SandboxError, ("start",), "start"),  # an API that refused the create or the first exec
+    (SandboxError, ("step",), "lost"),  # lost, preempted, its API gone mid-rollout
     (RolloutTaxError, ("teardown",), "teardown"),
 )
 

@@ -30,7 +30,7 @@ from pytest_rollout_tax.errors import (
         (SubstrateUnavailable("image missing"), "start", "unavailable"),
         (RateLimited("429"), "start", "rate_limited"),
         (SandboxError("container gone"), "step", "lost"),
-        (SandboxError("exec refused"), "start", "lost"),
+        (SandboxError("exec refused"), "start", "start"),
         (SandboxError("destroy failed"), "teardown", "teardown"),
         (PrepareFailed("prepare=setup failed"), "start", None),  # the workload's own setup
         (StepTimeout("past 5 s"), "step", None),  # the workload's step budget
