@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..errors import (
+    ConfigError,
     PrepareFailed,
     RateLimited,
     RolloutTaxError,
@@ -46,6 +47,7 @@ CAUSES: tuple[tuple[type[BaseException], tuple[Phase, ...], str | None], ...] = 
     (SandboxUnbound, ("start",), None),  # its own outcome, ``unbound``
     (RateLimited, ("start",), "rate_limited"),
     (SubstrateUnavailable, ("start",), "unavailable"),
+    (ConfigError, ("start",), "unavailable"),  # an option the service refuses: no such network
     (SandboxStartError, ("start",), "start"),
     (SandboxError, ("start",), "start"),  # an API that refused the create or the first exec
     (SandboxError, ("step",), "lost"),  # lost, preempted, its API gone mid-rollout

@@ -13,6 +13,7 @@ import pytest
 from pytest_rollout_tax.core.infra import INFRA_FAILED, cause_of, note, settle
 from pytest_rollout_tax.core.record import FAILED_OUTCOMES, Rollout
 from pytest_rollout_tax.errors import (
+    ConfigError,
     PrepareFailed,
     RateLimited,
     SandboxError,
@@ -28,6 +29,7 @@ from pytest_rollout_tax.errors import (
     [
         (SandboxStartError("create refused"), "start", "start"),
         (SubstrateUnavailable("image missing"), "start", "unavailable"),
+        (ConfigError("docker.network='x': no such network"), "start", "unavailable"),
         (RateLimited("429"), "start", "rate_limited"),
         (SandboxError("container gone"), "step", "lost"),
         (SandboxError("exec refused"), "start", "start"),
