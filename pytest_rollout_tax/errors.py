@@ -53,6 +53,11 @@ class SandboxStartError(RolloutTaxError):
     """A sandbox did not become ready; whatever was created has been removed."""
 
 
+class PrepareFailed(SandboxStartError):
+    """A workload's own setup (marker ``prepare=FUNC``) raised: the workload's failure, not the
+    infrastructure's."""
+
+
 class SandboxUnbound(SandboxStartError):
     """A request for a sandbox the service's controller never bound to one within its timeout
     (an agent-sandbox claim left unbound): the rollout's outcome is ``unbound``, its reason the

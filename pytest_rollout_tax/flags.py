@@ -230,8 +230,9 @@ FAIL = Flag(
     "compare-fail",
     "METRIC.STAT:THRESHOLD",
     "fail when METRIC.STAT regressed past THRESHOLD (repeatable). METRIC: "
-    f"{', '.join(SAMPLE_METRICS)}, worker_hours, cost; STAT: {', '.join(STAT_NAMES)} "
-    "(worker_hours and cost: mean only; cost: a percentage); THRESHOLD: a percentage of the "
+    f"{', '.join(SAMPLE_METRICS)}, worker_hours, cost, infra_failed; STAT: "
+    f"{', '.join(STAT_NAMES)} (worker_hours and cost: mean only; cost: a percentage; "
+    "infra_failed: rate only, in percentage points); THRESHOLD: a percentage of the "
     "baseline (15%%) or an absolute us, ms, s, min or h (5ms, 0.2s), e.g. cold_start.p95:15%%",
     parse=Check.parse,
     cli_stem="fail",

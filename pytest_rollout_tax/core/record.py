@@ -15,8 +15,9 @@ StepKind = Literal["exec", "write_file", "read_file"]
 UNBOUND = "unbound"
 #: A rollout whose create the provider's rate limiter refused (not a failure).
 RATE_LIMITED = "rate_limited"
-#: Of the outcomes (passed, failed, error: the sandbox never became ready, unbound, skipped,
-#: and interrupted: the session was stopped while it ran), those that count as failures.
+#: Of the outcomes (passed, failed, error: a setup of the workload's failed, unbound, skipped,
+#: interrupted: the session was stopped while it ran, and the infrastructure's, ``infra_failed``
+#: and ``rate_limited``: see ``core/infra.py``), those that count as the workload's failures.
 FAILED_OUTCOMES = ("failed", "error", UNBOUND)
 #: The per-step columns every rollout's ``steps`` object has in the report, in order
 #: (``kind`` comes with its legend, ``kinds``).
@@ -88,6 +89,9 @@ class Rollout:
     steps: list[Step] = field(default_factory=list)
     action_probes_s: list[float] = field(default_factory=list)
     error: str | None = None
+    #: Why the infrastructure failed under it (``core/infra.py``: ``start``, ``lost``,
+    #: ``teardown``, ...); None: it did not. Its outcome is then ``infra_failed``.
+    infra_cause: str | None = None
     #: Dollars per hour one sandbox of this substrate costs, when the substrate knows it.
     price_per_hour: float | None = None
     #: The substrate's billing (``core.price.Rate.to_dict``), when it has a price.
@@ -105,6 +109,9 @@ class Rollout:
     #: That runtime's release and platform, where known (gVisor: ``20240729.0``, ``systrap``).
     runtime_release: str | None = None
     runtime_platform: str | None = None
+    #: What its sandbox was made from, as the provider names it: an image or a template
+    #: (``Substrate.template``); None where the substrate has none (local, bwrap, EC2).
+    template: str | None = None
     #: Restored from a prepared sandbox's checkpoint (``docker.snapshot=true``).
     snapshot: bool = False
     #: How the controller launched a claimed sandbox (``k8s.api=claim``): ``warm`` (from a warm
@@ -151,6 +158,8 @@ class Rollout:
             extra |= {"runtime_platform": self.runtime_platform}
         if self.snapshot:
             extra["snapshot"] = True
+        if self.template is not None:
+            extra["template"] = self.template
         if self.launch_type is not None:
             extra["launch_type"] = self.launch_type
         if self.step_path is not None:  # a session: what served its steps
@@ -161,6 +170,8 @@ class Rollout:
             extra["budget_exceeded"] = self.budget_exceeded
         if self.rate is not None:  # a substrate with a price
             extra["rate"] = dict(self.rate)
+        if self.infra_cause is not None:  # the infrastructure failed under it
+            extra["infra_cause"] = self.infra_cause
         return {
             "test": self.test,
             "substrate": self.substrate,

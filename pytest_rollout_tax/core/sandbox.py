@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, overload
 
 from ..errors import RolloutTaxError, SandboxError, SandboxStartError, StepTimeout, TeardownTimeout
-from . import contract
+from . import contract, infra
 from .bounded import Overrun, bounded
 from .record import Rollout, Step, StepKind
 from .transport import NOOP, Transport
@@ -135,6 +135,7 @@ class Sandbox:
             except RolloutTaxError as exc:  # raised here: the transport's frames hold ``env``
                 if isinstance(exc, StepTimeout):
                     self.rollout.budget_exceeded = exc.budget
+                infra.note(self.rollout, exc, "step")
                 raise exc.with_traceback(None) from None
             finally:
                 wall = time.perf_counter() - started
@@ -236,6 +237,9 @@ class Sandbox:
                     f"{name}: the delete ran past its {self.teardown_timeout:g} s budget "
                     f"({name}.teardown_timeout); the session's reap removes the sandbox"
                 ) from None
+        except RolloutTaxError as exc:
+            infra.note(self.rollout, exc, "teardown")
+            raise
         finally:
             ended = time.perf_counter()
             self.rollout.stamp("gone")
@@ -295,5 +299,8 @@ class Sandbox:
             started = time.perf_counter()
             try:
                 yield
+            except RolloutTaxError as exc:
+                infra.note(self.rollout, exc, "step")
+                raise
             finally:
                 self._record(kind, started, time.perf_counter() - started)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import ConfigError, RolloutTaxError, SandboxStartError
+from ..errors import ConfigError, PrepareFailed, RolloutTaxError, SandboxStartError
 from . import contract, prices
 from .budgets import BUDGET_OPTIONS, charged, ready_within
 from .control_plane import ControlPlane, is_loopback
@@ -88,7 +88,7 @@ class Prepare:
             name = getattr(self.run, "__name__", repr(self.run))
             failed = f"{type(exc).__name__}: {exc}"
             message = f"{sandbox.substrate.name}: prepare={name} failed: {failed}"
-            raise SandboxStartError(sandbox.rollout.redact(message)) from None
+            raise PrepareFailed(sandbox.rollout.redact(message)) from None
 
 
 def command_env_values(options: object) -> list[str]:
@@ -250,6 +250,17 @@ class Substrate(ABC):
         return Resources()
 
     @property
+    def template(self) -> str | None:
+        """What each sandbox is made from, as the provider names it: its ``template`` option
+        (E2B's, an agent-sandbox claim's) or else its ``image`` (docker, k8s, Daytona); None
+        when it has neither (local, bwrap, EC2, Modal)."""
+        for name in ("template", "image"):
+            value = getattr(self.options, name, None)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    @property
     def secrets(self) -> list[str]:
         """The credentials this substrate holds (API keys, tokens), kept out of every report."""
         return []
@@ -398,6 +409,7 @@ class Substrate(ABC):
         its credentials among the secrets no text of the report may hold."""
         rollout.kind, rollout.transport = self.kind, self.options.transport
         rollout.runtime = self.runtime
+        rollout.template = self.template
         rollout.runtime_release = self.runtime_release
         rollout.runtime_platform = self.runtime_platform
         if self.rate is not None:

@@ -14,7 +14,11 @@ from ..report.schema import SAMPLE_METRICS
 
 #: Metrics projected from the means (one figure per run, ``.mean`` only).
 PROJECTED = ("worker_hours", "cost")
-METRICS = (*SAMPLE_METRICS, *PROJECTED)
+#: Metrics that are a share of the rollouts (``.rate`` only): the rollouts the infrastructure
+#: failed. A threshold is in percentage points: ``infra_failed.rate:5%`` fails a rate that
+#: rose by more than 5 points over the baseline's.
+RATES = ("infra_failed",)
+METRICS = (*SAMPLE_METRICS, *PROJECTED, *RATES)
 STATS = STAT_NAMES
 
 _UNITS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
@@ -45,7 +49,10 @@ class Threshold:
         return cls(number * _UNITS[unit], False, text.strip())
 
     def allowed(self, baseline: float, metric: str) -> float:
-        """The largest growth that passes, in the metric's unit (hours for worker_hours)."""
+        """The largest growth that passes, in the metric's unit (hours for worker_hours, a
+        share for a rate, whose percentage is in points)."""
+        if metric in RATES:
+            return self.value
         if self.relative:
             return self.value * baseline
         return self.value / 3600 if metric == "worker_hours" else self.value
@@ -61,6 +68,8 @@ class Threshold:
         """Per-rollout ``figures`` of the baseline grown by the allowed amount: a run right at
         the threshold. ``baseline`` is the check's figure, which converts an absolute
         worker-hours threshold to a share."""
+        if metric in RATES:  # each rollout's 0 or 1, the baseline's rate grown by the points
+            return [f + self.value for f in figures]
         if self.relative:
             return [f * (1 + self.value) for f in figures]
         if metric == "worker_hours":
@@ -89,11 +98,15 @@ class Check:
         metric, dot, stat = (part.strip() for part in target.partition("."))
         if metric not in METRICS:
             raise ConfigError(f"{where}: unknown metric {metric!r}; one of {', '.join(METRICS)}")
-        if metric in PROJECTED and not dot:
+        if metric in RATES:
+            if dot and stat != "rate":
+                raise ConfigError(f"{where}: {metric} is a share of rollouts; use {metric}.rate")
+            stat = "rate"
+        elif metric in PROJECTED and not dot:
             stat = "mean"
         elif not dot:
             raise ConfigError(f"{where}: missing STAT after {metric!r}; e.g. {metric}.p95:{limit}")
-        if stat not in STATS:
+        if stat not in STATS and metric not in RATES:
             raise ConfigError(f"{where}: unknown stat {stat!r}; one of {', '.join(STATS)}")
         if metric in PROJECTED and stat != "mean":
             raise ConfigError(
@@ -105,6 +118,10 @@ class Check:
             raise ConfigError(f"{where}: {exc}") from None
         if metric == "cost" and not threshold.relative:
             raise ConfigError(f"{where}: cost takes a percentage, e.g. cost.mean:10%")
+        if metric in RATES and not threshold.relative:
+            raise ConfigError(
+                f"{where}: {metric}.rate takes percentage points, e.g. {metric}.rate:5%"
+            )
         return cls(metric, stat, threshold, text.strip())
 
     @property

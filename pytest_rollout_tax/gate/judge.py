@@ -21,7 +21,7 @@ from typing import Literal
 
 from ..core.noise import ALPHA, MIN_SAMPLES, Evidence
 from ..report.projection import Scale
-from .checks import Check
+from .checks import RATES, Check
 from .power import Group, Sensitivity, sensitivity
 from .sides import Side
 from .stratified import Stratum, p_greater
@@ -161,6 +161,8 @@ def evaluate(
 
 
 def _count(side: Side, metric: str) -> int:
+    if metric in RATES:  # one figure per rollout
+        return len(side.units(metric, "rate"))
     stats = side.stats.get(metric)
     return stats.n if stats else 0
 

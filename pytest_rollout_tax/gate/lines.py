@@ -10,7 +10,7 @@ from typing import Literal
 
 from ..core.stats import min_samples
 from ..text.units import dollars, hours, percent, seconds, value
-from .checks import PROJECTED
+from .checks import PROJECTED, RATES
 from .judge import Outcome, TestChange
 
 #: What a gate that ran decided: ``not applicable`` when it judged no check.
@@ -68,16 +68,20 @@ def change(metric: str, before: float | None, after: float | None) -> str:
         return f"{sign}{hours(abs(delta))} h"
     if metric == "cost":
         return f"{sign}{dollars(abs(delta))}"
+    if metric in RATES:
+        return f"{sign}{abs(delta) * 100:.3g} points"
     return f"{sign}{seconds(abs(delta))}"
 
 
 def figures(o: Outcome) -> str:
     """``local step.mean: baseline 3.64ms, now 7.77ms (+4.13ms, +113.2%), threshold 10%``."""
     metric = o.check.metric
+    grown = change(metric, o.baseline, o.now)
+    if metric not in RATES:  # a rate's threshold is in points: no relative change
+        grown += f", {percent(o.baseline, o.now)}"
     return (
         f"{o.substrate} {o.check.name}: baseline {value(metric, o.baseline)}, "
-        f"now {value(metric, o.now)} ({change(metric, o.baseline, o.now)}, "
-        f"{percent(o.baseline, o.now)}), threshold {o.check.threshold.text}"
+        f"now {value(metric, o.now)} ({grown}), threshold {o.check.threshold.text}"
     )
 
 
@@ -101,7 +105,8 @@ def outcome_line(o: Outcome) -> str:
 def brief(o: Outcome) -> str:
     """``local cold_start.p50 +94.9% (threshold 15%)``: the check, its change, its limit."""
     threshold = o.check.threshold
-    grown = (percent if threshold.relative else partial(change, o.check.metric))(o.baseline, o.now)
+    relative = threshold.relative and o.check.metric not in RATES
+    grown = (percent if relative else partial(change, o.check.metric))(o.baseline, o.now)
     named = o.carriers if len(o.tests) > 1 else []
     carried = f", in {', '.join(t.test for t in named)}" if named else ""
     return f"{o.substrate} {o.check.name} {grown} (threshold {threshold.text}{carried})"

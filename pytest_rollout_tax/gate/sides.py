@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.infra import INFRA_OUTCOMES
 from ..core.price import SECONDS_PER_HOUR
 from ..core.record import step_walls
 from ..core.stats import Stats
@@ -42,6 +43,9 @@ class Side:
     dollars: float | None = None
 
     def value(self, metric: str, stat: str) -> float | None:
+        if metric == "infra_failed":  # the share of its rollouts the infrastructure failed
+            figures = self.units(metric, stat)
+            return math.fsum(figures) / len(figures) if figures else None
         if metric == "worker_hours":
             return self.worker_hours
         if metric == "cost":
@@ -112,7 +116,8 @@ def _mean(stats: Stats | None) -> float | None:
 
 
 def rollout_samples(item: Mapping[str, Any]) -> dict[str, tuple[float, ...]]:
-    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known)."""
+    """One ``rollouts[]`` item's raw samples per metric (one-sample metrics only when known);
+    ``infra_failed``: 1 when the infrastructure failed it, else 0."""
     samples: dict[str, tuple[float, ...]] = {
         metric: (float(item[f"{metric}_s"]),)
         for metric in ("cold_start", "teardown", "trajectory")
@@ -120,6 +125,7 @@ def rollout_samples(item: Mapping[str, Any]) -> dict[str, tuple[float, ...]]:
     }
     samples["action"] = tuple(item.get("action_probes_s", ()))
     samples["step"] = tuple(step_walls(item.get("steps")))
+    samples["infra_failed"] = (float(item.get("outcome") in INFRA_OUTCOMES),)
     return samples
 
 

@@ -314,10 +314,17 @@ def _fleet(entries: Mapping[str, Any]) -> str:
 
 
 def _failures(entries: Mapping[str, Any]) -> str:
+    """Each substrate's failures by reason: the workload's, then the infrastructure's."""
     rows = [
         [name, reason, str(count)]
         for name, entry in entries.items()
         for reason, count in entry.failure_reasons.items()
+    ]
+    rows += [
+        [name, f"infra_failed: {reason}", str(count)]
+        for name, entry in entries.items()
+        if entry.infra_failed
+        for reason, count in entry.infra_failed.reasons.items()
     ]
     if not rows:
         return "<p>No rollout failed.</p>"

@@ -61,7 +61,7 @@ def _dollars_at(old: SubstrateEntry, scale: Scale) -> float | None:
 
 
 def _success(entry: SubstrateEntry) -> float | None:
-    return 1 - entry.failures / entry.rollouts if entry.rollouts else None
+    return entry.success_rate
 
 
 COLUMNS = (
@@ -76,6 +76,7 @@ COLUMNS = (
     Column("cold start p95", _stat("cold_start", "p95"), "time", check=("cold_start", "p95")),
     Column("action p50", _stat("action", "p50"), "time", check=("action", "p50")),
     Column("success", _success, "share", lower_is_better=False),
+    Column("infra failed", lambda e: e.infra_failed_rate, "share"),
 )  # fmt: skip
 
 #: Time units: (name, seconds per unit), the largest first.

@@ -17,6 +17,7 @@ import pluggy
 import pytest
 
 from .. import outputs
+from ..core import infra
 from ..core.record import RATE_LIMITED, UNBOUND, Rollout
 from ..core.sandbox import Sandbox
 from ..core.substrate import Substrate, new_id
@@ -280,7 +281,7 @@ class RolloutTaxPlugin:
         except RolloutTaxError as exc:
             error = exc
         if "sandbox" in request.fixturenames and not isinstance(error, CredentialsMissing):
-            self._begin_rollout(request, _rollout_target).fail(failure_reason(error))
+            start_failed(self._begin_rollout(request, _rollout_target), error)
         skip_or_fail(
             error, self.said.message(error, _rollout_target.substrate, request.node.nodeid)
         )
@@ -372,6 +373,7 @@ class RolloutTaxPlugin:
         elif report.when == "teardown":
             if report.failed and rollout.outcome == "passed":
                 rollout.outcome = "error"
+            infra.settle(rollout)  # a failure the infrastructure caused is its own outcome
             setattr(report, REPORT_ATTRIBUTE, rollout.to_dict())
             self.session.running.remove(rollout)
             del item.stash[rollout_key]

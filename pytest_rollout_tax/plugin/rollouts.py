@@ -7,6 +7,7 @@ from typing import NoReturn
 
 import pytest
 
+from ..core import infra
 from ..core.record import UNBOUND, Rollout, rollout_param, workload_of
 from ..core.sandbox import Sandbox
 from ..errors import (
@@ -93,8 +94,10 @@ class SaidOnce:
 
 def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:
     """Record why ``rollout``'s sandbox did not start; a sandbox its service's controller
-    never bound makes the outcome ``unbound`` (a failure, kept whatever pytest calls it)."""
+    never bound makes the outcome ``unbound`` (a failure, kept whatever pytest calls it); an
+    infrastructure cause (``core/infra.py``) is kept for the outcome ``infra_failed``."""
     rollout.fail(failure_reason(error))
+    infra.note(rollout, error, "start")
     if isinstance(error, SandboxUnbound):
         rollout.outcome = UNBOUND
 

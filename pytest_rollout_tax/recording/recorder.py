@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..core import infra
 from ..core.limits import LIMITS
 from ..core.record import RATE_LIMITED, UNBOUND, Rollout, rollout_param
 from ..core.sandbox import Sandbox
@@ -162,6 +163,7 @@ class Recorder:
         if error is not None:
             rollout.fail(failure_reason(error))
         rollout.outcome = outcome or ("failed" if rollout.error else "passed")
+        infra.settle(rollout)
         self.journal.write(END, rollout.to_dict())
 
 
@@ -200,6 +202,8 @@ def start_failed(rollout: Rollout, error: RolloutTaxError) -> None:
         return
     rollout.outcome = UNBOUND if isinstance(error, SandboxUnbound) else "error"
     rollout.fail(reason_of(error, limit=None))
+    infra.note(rollout, error, "start")
+    infra.settle(rollout)
 
 
 def failure_reason(error: BaseException | str) -> str:

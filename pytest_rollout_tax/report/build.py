@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.control_plane import ControlPlane
+from ..core.infra import INFRA_OUTCOMES
 from ..core.pool_stats import PoolStats
 from ..core.price import Rate
 from ..core.record import FAILED_OUTCOMES, STEP_COLUMNS, UNBOUND
@@ -22,7 +23,7 @@ from .aggregate import GATE_COLUMNS, STEP_CHOICES, Aggregate, RolloutRows, Row, 
 from .document import Report, SubstrateEntry
 from .projection import Scale, project, step_overhead
 from .ranking import rank, rollout_units
-from .records import Burst, Command, Divergence, LaunchType, Pool, RateLimited
+from .records import Burst, Command, Divergence, InfraFailed, LaunchType, Pool, RateLimited
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,23 @@ def summarize_substrate(
         pool=Pool.of(fleet.pools[name]) if name in fleet.pools else None,
         price_per_hour=prices[-1] if prices else None,
         rate=rates[-1] if rates else None,
+        infra_failed=infra_failed(records, samples.rollouts),
+    )
+
+
+def infra_failed(records: list[dict[str, Any]], rollouts: int) -> InfraFailed | None:
+    """The ``infra_failed`` entry: the rollouts the infrastructure failed, by cause and reason
+    (a rate-limited create's cause is ``rate_limited``); None when it failed none."""
+    failed = [r for r in records if r["outcome"] in INFRA_OUTCOMES]
+    if not failed:
+        return None
+    causes = Counter(r.get("infra_cause") or r["outcome"] for r in failed)
+    reasons = Counter(r["error"] or r["outcome"] for r in failed)
+    return InfraFailed(
+        rollouts=len(failed),
+        rate=len(failed) / rollouts if rollouts else 0.0,
+        causes=dict(causes.most_common()),
+        reasons=dict(reasons.most_common()),
     )
 
 

@@ -16,7 +16,7 @@ from ..core.price import Rate
 from ..core.stats import Stats
 from .cost import Cost
 from .projection import Decomposition, FleetHours, Means, Projected, Scale, Spread, spread
-from .records import Burst, Command, Divergence, LaunchType, Pool, RateLimited
+from .records import Burst, Command, Divergence, InfraFailed, LaunchType, Pool, RateLimited
 from .schema import SAMPLE_METRICS, SCHEMA, check
 from .training_doc import Training
 
@@ -28,7 +28,7 @@ STATS_KEYS = (*SAMPLE_METRICS, "think")
 OPTIONAL_KEYS = (
     "unbound", "runtime", "runtime_release", "runtime_platform", "snapshot", "launch_types",
     "command", "divergence", "rate_limited", "burst", "pool", "price_per_hour", "rate",
-    "control_plane", "isolation",
+    "control_plane", "isolation", "infra_failed",
 )  # fmt: skip
 
 
@@ -78,17 +78,30 @@ class SubstrateEntry:
     rate: Rate | None = None
     control_plane: ControlPlane | None = None
     isolation: Isolation | None = None
+    #: Rollouts the infrastructure failed, not counted in ``failures`` (None: none did).
+    infra_failed: InfraFailed | None = None
+
+    @property
+    def infra_failures(self) -> int:
+        return self.infra_failed.rollouts if self.infra_failed else 0
 
     @property
     def failed_all(self) -> bool:
-        """True when the substrate ran rollouts and every one of them failed: it has no
-        valid result to rank or compare."""
-        return bool(self.rollouts) and self.failures >= self.rollouts
+        """True when the substrate ran rollouts and every one of them failed, the workload's
+        failures and the infrastructure's together: it has no valid result to rank or compare."""
+        return bool(self.rollouts) and self.failures + self.infra_failures >= self.rollouts
 
     @property
     def success_rate(self) -> float | None:
-        """The share of its rollouts that succeeded (None when it ran none)."""
-        return 1 - self.failures / self.rollouts if self.rollouts else None
+        """The share of the rollouts the infrastructure ran through that the workload passed
+        (None when there is none): an infrastructure failure is not the workload's."""
+        ran = self.rollouts - self.infra_failures
+        return 1 - self.failures / ran if ran > 0 else None
+
+    @property
+    def infra_failed_rate(self) -> float | None:
+        """The share of its rollouts the infrastructure failed (None when it ran none)."""
+        return self.infra_failures / self.rollouts if self.rollouts else None
 
     @property
     def no_valid_result(self) -> str | None:
@@ -96,9 +109,17 @@ class SubstrateEntry:
         when some rollout succeeded."""
         if not self.failed_all:
             return None
-        reasons = self.failure_reasons
-        why = max(reasons, key=lambda reason: reasons[reason]) if reasons else "no reason recorded"
-        return f"no valid result ({self.failures} of {self.rollouts} failed: {why})"
+        failed = self.failures + self.infra_failures
+        return f"no valid result ({failed} of {self.rollouts} failed: {self.top_reason})"
+
+    @property
+    def top_reason(self) -> str:
+        """The most frequent reason its rollouts failed for, the workload's and the
+        infrastructure's together (what :attr:`no_valid_result` names)."""
+        reasons = dict(self.failure_reasons)
+        for reason, count in (self.infra_failed.reasons if self.infra_failed else {}).items():
+            reasons[reason] = reasons.get(reason, 0) + count
+        return max(reasons, key=lambda why: reasons[why]) if reasons else "no reason recorded"
 
     def isolates(self, name: str) -> bool:
         """False for the unisolated floor: the ``local`` kind, commands on the host itself."""
@@ -226,6 +247,8 @@ class Ranked:
     #: The noise test's own words.
     why: str | None = None
     success: float | None = None
+    #: The share of its rollouts the infrastructure failed (None: none).
+    infra_failed: float | None = None
     isolates: bool = True
     #: An unisolated substrate cheaper than the reference.
     floor: bool = False
@@ -336,6 +359,7 @@ READERS: dict[str, Callable[[Any], Any]] = {
     "rate": Rate.from_dict,
     "control_plane": ControlPlane.from_dict,
     "isolation": lambda isolation: from_known(Isolation, isolation),
+    "infra_failed": InfraFailed.from_dict,
 }
 
 

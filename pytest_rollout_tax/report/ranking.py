@@ -105,6 +105,7 @@ def _item(name: str, entry: SubstrateEntry, ratio: float | None) -> Ranked:
         dollars=None if invalid else entry.dollars,
         ratio=ratio,
         success=entry.success_rate,
+        infra_failed=entry.infra_failed_rate or None,
         isolates=entry.isolates(name),
         no_valid_result=invalid,
     )

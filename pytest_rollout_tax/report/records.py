@@ -104,6 +104,28 @@ class RateLimited:
 
 
 @dataclass(frozen=True)
+class InfraFailed:
+    """The ``infra_failed`` entry: rollouts the infrastructure failed (outcome ``infra_failed``,
+    or ``rate_limited``), apart from the workload's ``failures`` (``core/infra.py``)."""
+
+    rollouts: int = 0
+    #: Their share of the substrate's rollouts.
+    rate: float = 0.0
+    #: Their causes (``start``, ``unavailable``, ``lost``, ``teardown``, ``rate_limited``, ...),
+    #: the most frequent first.
+    causes: dict[str, int] = field(default_factory=dict)
+    #: Their reasons, as ``failure_reasons`` counts the workload's.
+    reasons: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InfraFailed:
+        return from_known(cls, data)
+
+
+@dataclass(frozen=True)
 class Burst:
     """A ``burst[]`` item: one burst level as the report keeps it (``BurstLevel.to_dict``)."""
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.infra import INFRA_FAILED
 from ..core.record import FAILED_OUTCOMES, MICROSECONDS, step_column, step_walls
 from .projection import Scale, step_overhead
 
@@ -16,6 +17,8 @@ from .projection import Scale, step_overhead
 PARTS = ("cold_start", "overhead", "command", "think", "teardown")
 #: Outcomes a training run gets a result from.
 SUCCEEDED = ("passed",)
+#: Outcomes whose time a trainer loses: the workload's failures and the infrastructure's.
+WASTED = (*FAILED_OUTCOMES, INFRA_FAILED)
 
 
 @dataclass
@@ -44,11 +47,12 @@ def measured_units(
     """Each substrate's units from the report's ``rollouts[]`` items at ``scale`` (its steps,
     its think time when an option set it); ``probes``: each substrate's mean no-op probe, for
     rollouts that ran none of their own. Rollouts that neither passed nor failed (skipped,
-    interrupted, rate-limited) and passed ones without a cold start or steps give none."""
+    interrupted, rate-limited) and passed ones without a cold start or steps give none; one the
+    infrastructure failed is, to the trainer, a failed rollout like the workload's."""
     units: dict[str, Units] = {}
     for item in rollouts:
         outcome = item.get("outcome", "passed")
-        if outcome not in SUCCEEDED and outcome not in FAILED_OUTCOMES:
+        if outcome not in SUCCEEDED and outcome not in WASTED:
             continue
         name = str(item["substrate"])
         stored = item.get("steps")
@@ -56,7 +60,7 @@ def measured_units(
         known = [us / MICROSECONDS for us in step_column(stored, "think_us") if us is not None]
         found = units.setdefault(name, Units())
         found.think_recorded += bool(known)
-        if outcome in FAILED_OUTCOMES:
+        if outcome in WASTED:
             spent = _spent(item, walls, known)
             found.add(spent, True, (0.0,) * len(PARTS))
             continue

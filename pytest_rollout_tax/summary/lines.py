@@ -12,7 +12,7 @@ from ..report.document import Ranked, Report, SubstrateEntry
 from ..report.projection import Scale
 from ..report.ranking import RESOLVED, UNTESTED, WITHIN_NOISE
 from ..report.training import training_order
-from ..text.units import dollars, hours, ratio, seconds
+from ..text.units import dollars, hours, ratio, seconds, share
 
 
 def ranked_names(report: Report) -> list[str]:
@@ -87,12 +87,15 @@ def _figures(item: Ranked, by_cost: bool, *, tax: bool = True) -> str:
 
 def _success(item: Ranked, best: float) -> str:
     """`` (75% succeeded, below the others' 100%)`` for a substrate whose rollouts partly
-    failed; nothing when all succeeded."""
-    success = item.success
-    if success is None or success >= 1:
+    failed, with the share the infrastructure failed beside it (`` (100% succeeded, 10%
+    infra_failed)``); nothing when all succeeded."""
+    success, infra = item.success, item.infra_failed
+    if not infra and (success is None or success >= 1):
         return ""
-    below = f", below the others' {best:.0%}" if success < best else ""
-    return f" ({success:.0%} succeeded{below})"
+    below = f", below the others' {best:.0%}" if success is not None and success < best else ""
+    rate = "" if success is None else f"{success:.0%} succeeded{below}"
+    beside = f"{share(infra)} infra_failed" if infra else ""
+    return f" ({', '.join(part for part in (rate, beside) if part)})"
 
 
 #: How the decision words the noise test's verdict on a difference from the cheapest.

@@ -58,6 +58,8 @@ class Summary:
     #: What the trainer waits for (``--rollout-train``): each substrate's step, its
     #: stragglers, the ranking by the step.
     training: list[str] = field(default_factory=list)
+    #: Ranked by dollars (``--rollout-rank-by=cost``): the table has a dollars column.
+    by_cost: bool = False
 
     def lines(self) -> list[str]:
         """Every line but the table's, in the order they print around it."""
@@ -107,6 +109,7 @@ def summarize(report: Report) -> Summary:
         fleet=[line for name, sub in substrates.items() for line in fleet_lines(name, sub)],
         caveats=caveats,
         training=[*training.substrate_lines(report), *ranked],
+        by_cost=report.projection.rank_by == "cost",
     )
 
 
@@ -120,13 +123,30 @@ def shared_sandbox_lines(report: Report) -> list[str]:
 
 
 def success_line(name: str, entry: SubstrateEntry) -> str | None:
-    """The share of rollouts that succeeded and why the others failed (None when none did)."""
-    if not entry.failures:
-        return None
-    reasons = "; ".join(f"{n}x {why}" for why, n in entry.failure_reasons.items())
-    success = 1 - entry.failures / entry.rollouts
-    unbound = f" ({entry.unbound} unbound)" if entry.unbound else ""
-    return f"{name}: {success:.0%} of rollouts succeeded{unbound}; failures: {reasons}"
+    """The share of rollouts that succeeded and why the others failed (None when none did),
+    and beside it the share the infrastructure failed, by cause and reason. A reason the
+    decision line gave (a substrate with no valid result) is not said again."""
+    said = entry.top_reason if entry.no_valid_result else None
+    parts = []
+    if entry.failures:
+        reasons = _reasons(entry.failure_reasons, said) or ": the reason above"
+        success = entry.success_rate or 0.0
+        unbound = f" ({entry.unbound} unbound)" if entry.unbound else ""
+        parts.append(f"{success:.0%} of rollouts succeeded{unbound}; failures{reasons}")
+    if infra := entry.infra_failed:
+        causes = ", ".join(f"{n} {cause}" for cause, n in infra.causes.items())
+        reasons = _reasons(infra.reasons, said)
+        parts.append(
+            f"{share(infra.rate)} infra_failed ({infra.rollouts} of {entry.rollouts}: {causes}; "
+            f"not the workload's failures){reasons}"
+        )
+    return f"{name}: {'; '.join(parts)}" if parts else None
+
+
+def _reasons(reasons: dict[str, int], said: str | None) -> str:
+    """``: 2x REASON; 1x OTHER``, without the reason ``said`` already (nothing if none is left)."""
+    left = "; ".join(f"{n}x {why}" for why, n in reasons.items() if why != said)
+    return f": {left}" if left else ""
 
 
 def fleet_lines(name: str, entry: SubstrateEntry) -> list[str]:

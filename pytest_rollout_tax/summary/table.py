@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 
 from ..core.stats import Stats
 from ..report.document import SubstrateEntry
-from ..text.units import hours, seconds
+from ..text.units import dollars, hours, seconds
 
 #: The columns' separator.
 GAP = "  "
@@ -46,6 +46,8 @@ COLUMNS = (
     Column("worker_hours", ("worker", "hours"), lambda name, e: hours(e.worker_hours)),
     Column("tax_hours", ("tax", "hours"), lambda name, e: hours(e.tax_hours)),
 )
+#: The column a cost-ranked table (``--rollout-rank-by=cost``) leads its figures with.
+DOLLARS = Column("dollars", ("dollars", ""), lambda name, e: dollars(e.dollars))
 
 
 def _fold_failed(columns: list[Column]) -> list[Column]:
@@ -88,10 +90,15 @@ NARROWING = (
 )
 
 
-def table_lines(rows: Sequence[tuple[str, SubstrateEntry]], width: int) -> list[str]:
+def table_lines(
+    rows: Sequence[tuple[str, SubstrateEntry]], width: int, *, by_cost: bool = False
+) -> list[str]:
     """The table of ``rows`` (name, report entry), in their order, no wider than ``width``
-    when narrowing can make it so."""
+    when narrowing can make it so; ``by_cost``: ranked by dollars, which a column shows
+    before the worker-hours ("-": no price)."""
     columns = list(COLUMNS)
+    if by_cost:
+        columns.insert(columns.index(COLUMNS[-2]), DOLLARS)
     lines = _render(columns, rows, width)
     for narrow in NARROWING:
         if max(map(len, lines)) <= width:
@@ -108,8 +115,8 @@ KEPT = ("substrate", "rollouts", "failed")
 def _render(
     columns: list[Column], rows: Sequence[tuple[str, SubstrateEntry]], width: int
 ) -> list[str]:
-    """The table's lines; a row whose every rollout failed reads ``no valid result (...)`` in
-    place of its figures, cut to ``width``."""
+    """The table's lines; a row whose every rollout failed reads ``no valid result`` in place
+    of its figures, its reason left to the decision line above the table (said once)."""
     cells = [[c.cell(name, entry) for c in columns] for name, entry in rows]
     valid = [row for row, (_, entry) in zip(cells, rows, strict=True) if not entry.no_valid_result]
     widths = [
@@ -128,8 +135,7 @@ def _render(
         if not invalid:
             return line(row)
         kept = [value for value, c in zip(row, columns, strict=True) if c.key in KEPT]
-        text = f"{line(kept)}{GAP}{invalid}"
-        return text if len(text) <= width else text[: width - 3] + "..."
+        return f"{line(kept)}{GAP}no valid result (why: above)"
 
     return [
         line([c.header[0] for c in columns]),

@@ -15,7 +15,7 @@ def render(summary: Summary, width: int | None = None) -> list[str]:
     terminal's) where the table can narrow to it."""
     width = width or terminal_width()
     lines = [line for note in [*summary.decision, *summary.header] for line in wrap(note, width)]
-    lines += table_lines(summary.rows, width)
+    lines += table_lines(summary.rows, width, by_cost=summary.by_cost)
     return lines + [line for note in summary.after_table() for line in wrap(note, width)]
 
 

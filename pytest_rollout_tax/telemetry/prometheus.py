@@ -3,8 +3,12 @@
 ``rollout_tax_sandbox_startup_latency_ms{substrate, launch_type, template}`` has the buckets of
 agent-sandbox's ``agent_sandbox_claim_startup_latency_ms``, so a dashboard's
 ``histogram_quantile`` queries and its gates (p50 and p90 under 1 s, p99 under 5 s) work
-unchanged. Pushed to a Pushgateway (``--rollout-prometheus-push``) or written for the node
-exporter's textfile collector (``--rollout-prometheus-file``), atomically.
+unchanged; ``template`` is the sandbox's image or template (a rollout's ``template``), empty
+(which Prometheus reads as no label) where the substrate has none. Steps and the per-action
+tax (``rollout_tax_action_latency_ms``, each no-op probe) have buckets from 50 µs, so a local or
+session step falls in a bucket of its own size. Pushed to a Pushgateway
+(``--rollout-prometheus-push``) or written for the node exporter's textfile collector
+(``--rollout-prometheus-file``), atomically.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ JOB = "rollout_tax"
 #: agent-sandbox's startup buckets, 100 ms to 4 minutes.
 STARTUP_BUCKETS_MS = (100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000, 10000, 30000,
                       60000, 120000, 240000)  # fmt: skip
-#: Step buckets: the GenAI ``execute_tool`` buckets, in milliseconds.
-STEP_BUCKETS_MS = (10, 20, 40, 80, 160, 320, 640, 1280, 2560, 5120, 10240, 20480, 40960, 81920)
+#: Step and action buckets, in milliseconds: sub-millisecond ones for local and session steps
+#: (tens of µs to a few ms), then the GenAI ``execute_tool`` buckets from 10 ms.
+STEP_BUCKETS_MS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640, 1280, 2560,
+                   5120, 10240, 20480, 40960, 81920)  # fmt: skip
 SANDBOX_LABELS = ("substrate", "launch_type", "template")
 
 
@@ -66,15 +72,24 @@ def registry_of(records: Iterable[dict[str, Any]]) -> CollectorRegistry:
         buckets=STEP_BUCKETS_MS,
         registry=registry,
     )
+    actions = Histogram(
+        "rollout_tax_action_latency_ms",
+        "The per-action tax: one no-op exec on the path every step takes, in milliseconds.",
+        ("substrate", "template"),
+        buckets=STEP_BUCKETS_MS,
+        registry=registry,
+    )
     rollouts = Counter(
         "rollout_tax_rollouts",
-        "Rollouts by outcome (passed, failed, error, interrupted, ...).",
+        "Rollouts by outcome (passed, failed, error, infra_failed, interrupted, ...).",
         ("substrate", "outcome"),
         registry=registry,
     )
     for record in records:
         substrate = record.get("substrate", "")
         rollouts.labels(substrate, record.get("outcome", "")).inc()
+        for probe in record.get("action_probes_s") or ():
+            actions.labels(substrate, record.get("template") or "").observe(probe * 1000)
         timeline = spans_of(record)
         if timeline is None:
             continue

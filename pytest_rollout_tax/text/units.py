@@ -69,6 +69,8 @@ def value(metric: str, figure: float | None) -> str:
         return "-" if figure is None else f"{hours(figure)} h"
     if metric == "cost":
         return dollars(figure)
+    if metric == "infra_failed":
+        return "-" if figure is None else share(figure)
     return seconds(figure)
 
 

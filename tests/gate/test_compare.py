@@ -433,3 +433,34 @@ def test_a_test_on_one_side_only_is_named_and_kept_out() -> None:
         "local: tests kept out of the like-with-like figures (in this run only: t.py::test_y)"
         in unwrapped(verdict.lines)
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("infra_failed.p50:5%", "infra_failed is a share of rollouts; use infra_failed.rate"),
+        ("infra_failed.rate:5ms", "infra_failed.rate takes percentage points"),
+    ],
+)
+def test_an_infra_failed_check_takes_its_rate_in_points(text, message):
+    assert Check.parse("infra_failed:5%").name == "infra_failed.rate"
+    assert Check.parse("infra_failed.rate:5%").threshold.allowed(0.10, "infra_failed") == 0.05
+    with pytest.raises(ConfigError, match=message):
+        Check.parse(text)
+
+
+def test_the_gate_fails_a_raised_infra_failed_rate_and_passes_a_steady_one():
+    """A rate that rose by more than the points fails, on 6 rollouts a side; one that held
+    passes: each rollout a 0 or a 1 in the noise test."""
+
+    def run(lost: int) -> Report:
+        made = rollouts("docker", COLD[:6])
+        for item in made[:lost]:
+            item.outcome, item.infra_cause = "infra_failed", "lost"
+        return report(made)
+
+    [steady] = compare_reports(run(0), run(0), checks("infra_failed.rate:10%")).outcomes
+    [raised] = compare_reports(run(0), run(6), checks("infra_failed.rate:10%")).outcomes
+    assert steady.status == "passed" and (steady.baseline, steady.now) == (0.0, 0.0)
+    assert raised.status == "failed" and raised.now == 1.0, raised
+    assert "+100 points" in brief(raised)

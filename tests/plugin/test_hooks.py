@@ -156,14 +156,14 @@ def test_a_sandbox_that_fails_to_start_is_recorded_and_the_summary_still_prints(
         [
             "local-broken: cannot make a workdir in /nonexistent/rollout-tax: No such file*",
             "*= rollout tax =*",
-            "local-broken: 0% of rollouts succeeded; failures: 2x SandboxStartError:*",
+            "local-broken: 100% infra_failed (2 of 2: 2 start; not the workload's failures)",
         ]
     )
     assert "warning: every rollout failed on local-broken: nothing measured" in result.outlines
     assert "Traceback" not in result.stdout.str()
     broken = report_of(suite)["substrates"]["local-broken"]
-    assert (broken["rollouts"], broken["failures"]) == (2, 2)
-    assert list(broken["failure_reasons"].values()) == [2]
+    assert (broken["rollouts"], broken["failures"], broken["infra_failed"]["rollouts"]) == (2, 0, 2)
+    assert list(broken["infra_failed"]["reasons"].values()) == [2]
     assert report_of(suite)["spread"] is None
 
 
@@ -574,7 +574,8 @@ def test_a_sandbox_lost_during_its_probes_fails_in_one_line_and_is_deleted(plugg
     assert "Traceback" not in result.stdout.str()
     (rollout,) = report_of(pytester)["rollouts"]
     assert rollout["error"] == "SandboxError: flaky: the sandbox went away"
-    assert rollout["outcome"] == "error" and rollout["teardown_s"] is not None
+    assert rollout["outcome"] == "infra_failed" and rollout["teardown_s"] is not None
+    assert rollout["infra_cause"] == "start"  # the infrastructure's, not the workload's
 
 
 def test_an_unavailable_substrate_is_recorded_whichever_fixture_comes_first(plugged):
@@ -591,8 +592,8 @@ def test_an_unavailable_substrate_is_recorded_whichever_fixture_comes_first(plug
     result.assert_outcomes(errors=2)
     assert "Traceback" not in result.stdout.str()
     broken = report_of(plugged)["substrates"]["broken"]
-    assert (broken["rollouts"], broken["failures"]) == (2, 2)
-    assert broken["failure_reasons"] == {
+    assert (broken["rollouts"], broken["failures"]) == (2, 0)
+    assert broken["infra_failed"]["reasons"] == {
         "SubstrateUnavailable: broken: the daemon is unreachable": 2
     }
 
@@ -705,4 +706,8 @@ def test_a_missing_image_is_said_once_in_pytests_sections(pytester: pytest.Pytes
     assert result.ret == pytest.ExitCode.TESTS_FAILED, out
     assert pytests.count("image rollout-tax/absent:never is missing") == 1, pytests
     assert pytests.count("docker: unavailable, for the reason given at test_") == 3, pytests
-    assert "4x SubstrateUnavailable" in out  # the summary still counts every rollout
+    summary = " ".join(out[out.index("= rollout tax =") :].split())
+    # the summary says the cause once, with the count of rollouts it hit (it said it 3 times)
+    assert "no valid result (4 of 4 failed: SubstrateUnavailable: docker: image" in summary
+    assert summary.count("is missing") == 1, summary
+    assert "100% infra_failed (4 of 4: 4 unavailable; not the workload's failures)" in summary

@@ -356,7 +356,7 @@ def test_a_rollout_whose_sandbox_never_started_still_names_its_trajectory(pytest
                                 "--rollout-json=report.json")  # fmt: skip
     result.assert_outcomes(errors=1)
     [rollout] = report_of(pytester).rollouts
-    assert rollout["outcome"] == "error"
+    assert rollout["outcome"] == "infra_failed"
     assert rollout["replay"]["trajectory_id"] == "fix"
     assert rollout["replay"]["recorded_steps"] == 3
 

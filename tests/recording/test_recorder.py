@@ -12,7 +12,7 @@ import pytest
 
 from pytest_rollout_tax import ConfigError, Recorder, Rollout, RolloutTaxError, record
 from pytest_rollout_tax.core.record import steps_of
-from pytest_rollout_tax.errors import RateLimited, SandboxStartError, SandboxUnbound
+from pytest_rollout_tax.errors import PrepareFailed, RateLimited, SandboxStartError, SandboxUnbound
 from pytest_rollout_tax.recording import read, report_of
 from pytest_rollout_tax.recording.recorder import start_failed
 
@@ -154,12 +154,13 @@ def test_bad_arguments_are_one_line(tmp_path, substrate, options, message):
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_a_sandbox_that_never_starts_is_a_recorded_error(tmp_path, docker_client):
+def test_a_sandbox_that_never_starts_is_a_recorded_infra_failure(tmp_path, docker_client):
     recorder = record("docker", out=tmp_path, image="rollout-tax/no-such-image:1")
     with recorder, pytest.raises(RolloutTaxError, match="no-such-image"):
         recorder.start("task")
     (rollout,) = read(tmp_path).rollouts
-    assert rollout["outcome"] == "error" and "no-such-image" in rollout["error"]
+    assert rollout["outcome"] == "infra_failed" and "no-such-image" in rollout["error"]
+    assert rollout["infra_cause"] == "unavailable"
 
 
 @pytest.mark.parametrize(
@@ -167,7 +168,8 @@ def test_a_sandbox_that_never_starts_is_a_recorded_error(tmp_path, docker_client
     [
         (RateLimited("e2b: HTTP 429", "slow down"), "rate_limited", "slow down"),
         (SandboxUnbound("k8s: claim never bound"), "unbound", "claim never bound"),
-        (SandboxStartError("docker: no image"), "error", "no image"),
+        (SandboxStartError("docker: no image"), "infra_failed", "no image"),
+        (PrepareFailed("docker: prepare=setup failed"), "error", "setup failed"),
     ],
 )
 def test_a_start_that_fails_is_classified_as_the_plugin_does(error, outcome, reason):

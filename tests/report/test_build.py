@@ -9,6 +9,7 @@ from pytest_rollout_tax.core.record import Step
 from pytest_rollout_tax.fleet.burst import BurstLevel
 from pytest_rollout_tax.fleet.pool import PoolStats
 from pytest_rollout_tax.report.build import Fleet
+from pytest_rollout_tax.report.document import Report
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.report.schema import SCHEMA
 from pytest_rollout_tax.summary.terminal import render_summary
@@ -269,3 +270,33 @@ def test_the_decomposition_adds_up_in_random_reports():
         parts = entry.projected.decomposition.to_dict()
         assert math.fsum(parts.values()) == pytest.approx(entry.worker_hours, rel=1e-3)
         assert min(parts.values()) >= 0 and entry.tax_hours <= entry.worker_hours
+
+
+def test_infra_failures_are_counted_apart_and_an_old_report_still_loads():
+    """Finding 6: the infrastructure's failures have their own entry and rate, outside
+    ``failures``; a report from before them (no ``infra_failed``, no ``infra_cause``) loads
+    with its failures as they were."""
+    lost = rollout("docker", 0.3, outcome="infra_failed", error="SandboxError: docker: gone")
+    lost.infra_cause = "lost"
+    runs = [rollout("docker", 0.3), lost, rollout("docker", 0.3, outcome="failed", error="x")]
+    runs.append(rollout("docker", 0.3, outcome="rate_limited", error="slow down"))
+    made = build_report(runs, Scale(), plugin_version="1", machine={}, commit=None)
+    data = json.loads(json.dumps(made.to_dict()))
+    entry = data["substrates"]["docker"]
+    assert (entry["rollouts"], entry["failures"]) == (4, 1)
+    assert entry["infra_failed"] == {
+        "rollouts": 2,
+        "rate": 0.5,
+        "causes": {"lost": 1, "rate_limited": 1},
+        "reasons": {"SandboxError: docker: gone": 1, "slow down": 1},
+    }
+    loaded = Report.from_dict(data).substrates["docker"]
+    assert loaded.infra_failed == made.substrates["docker"].infra_failed
+    assert loaded.success_rate == 0.5  # 1 passed of the 2 the infrastructure ran
+    old = json.loads(json.dumps(data))
+    del old["substrates"]["docker"]["infra_failed"]
+    for item in old["rollouts"]:
+        item.pop("infra_cause", None)
+    before = Report.from_dict(old).substrates["docker"]
+    assert before.infra_failed is None and before.infra_failed_rate == 0.0
+    assert before.success_rate == 0.75

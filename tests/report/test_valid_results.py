@@ -45,7 +45,8 @@ def test_a_substrate_whose_every_rollout_failed_has_no_ratio_anywhere(broken_run
     text = joined(lines)
     assert NO_RESULT in text  # the decision
     row = next(line for line in lines if line.startswith("docker-broken "))
-    assert "5 (5)  no valid result (5 of 5 failed" in row  # the table
+    assert "5 (5)  no valid result (why: above)" in row  # the table
+    assert text.count("AssertionError") == 2  # said once, and in the variant's comparison
     assert "docker-broken vs docker: docker-broken: no valid result (5 of 5" in text  # variant
     for line in lines:
         if "docker-broken" in line and "rollouts succeeded" not in line:  # 5x: a count

@@ -791,10 +791,10 @@ def test_errors_fail_every_rollout_with_one_line_and_no_traceback(
     assert lines, output
     report = json.loads((tmp_path / "r.json").read_text())
     docker_row = report["substrates"]["docker"]
-    assert docker_row["rollouts"] == 2 and docker_row["failures"] == 2
-    [(failure, count)] = docker_row["failure_reasons"].items()
+    assert docker_row["rollouts"] == 2 and docker_row["failures"] == 0
+    [(failure, count)] = docker_row["infra_failed"]["reasons"].items()
     assert reason in failure and count == 2
-    assert all(r["outcome"] == "error" for r in report["rollouts"])
+    assert all(r["outcome"] == "infra_failed" for r in report["rollouts"])
 
 
 def test_reaping_needs_no_image(sandbox_image, tmp_path, docker_client):

@@ -880,7 +880,7 @@ def test_plugin_runs_a_workload_and_never_shows_a_token(pytester, k8s_api, k8s_k
     assert k8s["rollouts"] == 1 and k8s["failures"] == 0
     assert set(PHASES) | {"image_pull"} <= set(k8s["phases"])
     assert set(SESSION_PHASES) <= set(data["substrates"]["k8s-session"]["phases"])
-    assert data["substrates"]["k8s-no-exec"]["failures"] == 1
+    assert data["substrates"]["k8s-no-exec"]["infra_failed"]["rollouts"] == 1
     for token in all_tokens(k8s_api):
         assert token not in output
         assert token not in report.read_text()
@@ -895,9 +895,9 @@ def test_one_cause_counts_once_though_every_pod_has_its_own_name(pytester, k8s_k
     )  # fmt: skip
     result.assert_outcomes(errors=3)
     failures = json.loads((pytester.path / "report.json").read_text())["substrates"]["k8s"]
-    [(reason, count)] = failures["failure_reasons"].items()
+    [(reason, count)] = failures["infra_failed"]["reasons"].items()
     assert count == 3 and "pods/exec 'rollout-tax-<id>'" in reason, reason
-    result.stdout.fnmatch_lines(["k8s: 0% of rollouts succeeded; failures: 3x ApiError: k8s: *"])
+    result.stdout.fnmatch_lines(["k8s: no valid result (3 of 3 failed: ApiError: k8s: *"])
 
 
 def test_rollout_reap_removes_labelled_pods(pytester, k8s_kubeconfig, core_api):

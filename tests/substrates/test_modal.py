@@ -308,4 +308,4 @@ def test_a_rejected_token_never_shows_in_output_logs_or_report(
     report = (pytester.path / "report.json").read_text()
     for secret in (wrong, modal_env.token_id):
         assert secret not in output + report
-    assert json.loads(report)["substrates"]["modal"]["failures"] == 1
+    assert json.loads(report)["substrates"]["modal"]["infra_failed"]["rollouts"] == 1

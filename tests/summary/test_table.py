@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from support.reports import build_report, rollout
 
+from pytest_rollout_tax.core.price import PriceOptions, Resources
+from pytest_rollout_tax.core.prices import rate_for
 from pytest_rollout_tax.report.projection import Scale
 from pytest_rollout_tax.summary.table import table_lines
 from pytest_rollout_tax.summary.terminal import render_summary
+from pytest_rollout_tax.text.units import dollars
 
 LONG = "docker-gvisor-checkpointed-pool-of-eight"  # a pyproject variant's name, 40 characters
 
@@ -38,3 +41,23 @@ def test_the_narrowest_table_keeps_the_p50_of_action_and_cold_start():
     assert "teardown" not in narrow[0] and "step" not in narrow[0]
     row = next(line for line in narrow if line.startswith(LONG))
     assert "310ms" in row and "310ms/310ms" not in row, "\n".join(narrow)
+
+
+def test_a_cost_ranked_table_has_a_dollars_column():
+    """--rollout-rank-by=cost: each row's dollars, before its worker-hours; none by hours."""
+    fast, slow, free = rollout("fast", 0.5), rollout("slow", 1.0), rollout("free", 1.0)
+    fast.rate = rate_for("local", Resources(), PriceOptions(instance_hour=4.0)).to_dict()
+    slow.rate = rate_for("local", Resources(), PriceOptions(instance_hour=1.0)).to_dict()
+    runs = [fast, slow, free]
+    by_cost = build_report(runs, Scale(rank_by="cost"), plugin_version="1", machine={}, commit=None)
+    by_hours = build_report(runs, Scale(), plugin_version="1", machine={}, commit=None)
+    lines = render_summary(by_cost, width=200)
+    header = next(line for line in lines if line.startswith("substrate "))
+    assert header.split()[-3:] == ["dollars", "worker", "tax"], header
+    for name in ("fast", "slow"):
+        row = next(line for line in lines if line.startswith(f"{name} "))
+        assert dollars(by_cost.substrates[name].dollars) in row.split(), row
+    assert next(line for line in lines if line.startswith("free ")).split()[-3] == "-"
+    assert "dollars" not in next(
+        line for line in render_summary(by_hours, width=200) if line.startswith("substrate ")
+    )

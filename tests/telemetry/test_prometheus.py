@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 import statistics
 import time
@@ -13,9 +14,17 @@ from http import HTTPStatus
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 from support.timelines import record
 
-from pytest_rollout_tax.telemetry.prometheus import STARTUP_BUCKETS_MS, push, registry_of, write
+from pytest_rollout_tax.core.record import Step
+from pytest_rollout_tax.telemetry.prometheus import (
+    STARTUP_BUCKETS_MS,
+    STEP_BUCKETS_MS,
+    push,
+    registry_of,
+    write,
+)
 
 COLD_S = [0.31, 0.42, 0.55, 0.61, 0.72, 0.93, 1.3, 2.2, 0.48]
 #: A name no real run in the session pushes: the Pushgateway and Prometheus are shared, and a
@@ -122,3 +131,76 @@ def test_a_gateway_url_that_cannot_be_used_is_a_warning_never_a_raise(gateway):
     warning = push(_records(), gateway.format(password=PASSWORD), timeout=2)
     assert warning.startswith("rollout-tax: Prometheus push to http://") and "\n" not in warning
     assert PASSWORD not in warning
+
+
+#: Another substrate name no other test pushes; sub-millisecond steps and no-op probes.
+FAST = "local-session-pushed"
+STEP_MS = [0.08, 0.3, 0.4, 0.7, 1.6, 3.0, 0.35]
+ACTION_MS = [0.06, 0.12, 0.2, 0.15, 0.3]
+IMAGE = "rollout-tax/sandbox:bookworm"
+
+
+def _fast_records() -> list[dict]:
+    steps = [Step("exec", ms / 1000, 0, 0, at_s=0.4 + i) for i, ms in enumerate(STEP_MS)]
+    with_image = record(
+        substrate=FAST,
+        steps=steps,
+        action_probes_s=[ms / 1000 for ms in ACTION_MS],
+        template=IMAGE,
+        cold_start_s=0.5,
+        teardown_s=0.2,
+    )
+    plain = record(sandbox_id="plain", substrate=f"{FAST}-plain", cold_start_s=0.5)
+    return [with_image, plain]
+
+
+def _bucket_of(ms: float) -> int:
+    return bisect.bisect_left(STEP_BUCKETS_MS, ms)
+
+
+@pytest.fixture(scope="module")
+def pushed_fast(prometheus):
+    """One push of a run whose steps and no-op probes all take under 10 ms, scraped."""
+    started = time.time()
+    assert push(_fast_records(), prometheus.pushgateway) is None
+    prometheus.wait_for_push_since(started)
+    return prometheus
+
+
+@pytest.mark.parametrize(
+    ("metric", "samples"),
+    [("rollout_tax_step_latency_ms", STEP_MS), ("rollout_tax_action_latency_ms", ACTION_MS)],
+)
+def test_steps_and_the_action_tax_under_10ms_spread_over_buckets(pushed_fast, metric, samples):
+    """The step and action histograms start below a millisecond: a local or session step's
+    median lies in its own bucket, not in a first one that holds every sample."""
+    for q in (0.5, 0.9):
+        query = f'histogram_quantile({q}, sum by (le) ({metric}_bucket{{substrate="{FAST}"}}))'
+        (sample,) = pushed_fast.query(query)
+        rank = sorted(samples)[math.ceil(q * len(samples)) - 1]
+        assert _bucket_of(float(sample["value"][1])) == _bucket_of(rank), (q, sample)
+    cumulative = pushed_fast.query(f'{metric}_bucket{{substrate="{FAST}"}}')
+    assert len({s["value"][1] for s in cumulative}) > 3  # spread, not all in one bucket
+
+
+def test_the_template_label_is_the_image_and_absent_without_one(pushed_fast):
+    metric = "rollout_tax_sandbox_startup_latency_ms_count"
+    (with_image,) = pushed_fast.query(f'{metric}{{substrate="{FAST}"}}')
+    assert with_image["metric"]["template"] == IMAGE
+    (plain,) = pushed_fast.query(f'{metric}{{substrate="{FAST}-plain"}}')
+    assert "template" not in plain["metric"]  # an empty label is no label
+    (action,) = pushed_fast.query(f'rollout_tax_action_latency_ms_count{{substrate="{FAST}"}}')
+    assert action["metric"]["template"] == IMAGE and float(action["value"][1]) == len(ACTION_MS)
+
+
+def test_every_family_the_exporter_writes_is_documented():
+    """The families of the text format, the ``*_created`` ones among them, in telemetry.md."""
+    text = generate_latest(registry_of(_fast_records())).decode()
+    families = set(re.findall(r"^# TYPE (\S+) ", text, re.MULTILINE))
+    assert {f for f in families if f.endswith("_created")} >= {
+        "rollout_tax_sandbox_startup_latency_ms_created", "rollout_tax_rollouts_created",
+        "rollout_tax_action_latency_ms_created",
+    }  # fmt: skip
+    documented = Path("docs/telemetry.md").read_text()
+    missing = {f for f in families if f"`{f}`" not in documented}
+    assert not missing, missing
