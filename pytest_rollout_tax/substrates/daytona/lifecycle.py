@@ -167,7 +167,7 @@ class DaytonaSubstrate(HostedSubstrate):
         finally:
             self._local.clock = None
         clock.mark("create" if "create" not in clock.phases else "started")
-        return HostedHandle(id=sdk.id, workdir=self.options.workdir, sdk=sdk, client=client)
+        return HostedHandle(id=sdk.id, workdir=self.options.workdir, sdk=sdk)
 
     def _setup_transport(self, handle: HostedHandle) -> Transport:
         return DaytonaExec(handle, self)  # the session, if any, is opened after
