@@ -13,6 +13,7 @@ from typing import Any
 from ..core.control_plane import ControlPlane
 from ..core.known import from_known
 from ..core.price import Rate
+from ..core.record import renamed_phases
 from ..core.stats import Stats
 from .cost import Cost
 from .projection import Decomposition, FleetHours, Means, Projected, Scale, Spread, spread
@@ -225,7 +226,10 @@ class SubstrateEntry:
             teardown=_stats(entry.get("teardown")),
             trajectory=_stats(entry.get("trajectory")),
             think=_stats(entry.get("think")),
-            phases={name: _stats(stats) for name, stats in (entry.get("phases") or {}).items()},
+            phases={
+                name: _stats(stats)
+                for name, stats in renamed_phases(entry.get("phases") or {}).items()
+            },
             projected=_projected(entry),
             **optional,
         )
@@ -341,7 +345,12 @@ class Report:
             schema=data["schema"],
             not_run=dict(data.get("not_run") or {}),
             shared_sandboxes=list(data.get("shared_sandboxes") or ()),
-            rollouts=data.get("rollouts") or [],
+            rollouts=[
+                {**item, "phases": renamed_phases(item["phases"])}
+                if isinstance(item, dict) and isinstance(item.get("phases"), dict)
+                else item
+                for item in data.get("rollouts") or []
+            ],
             clients=data.get("clients"),
             merge=data.get("merge"),
             training=Training.from_dict(data["training"]) if data.get("training") else None,
