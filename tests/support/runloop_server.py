@@ -302,9 +302,9 @@ class StandInRunloop:
         route = request.match_info.route.resource
         canonical = route.canonical if route is not None else request.path
         self.requests[f"{request.method} {canonical}"] += 1
-        if handler is not self._unknown:
-            if request.headers.get("Authorization", "") != f"Bearer {self.api_key}":
-                return _error(401, "Unauthorized: invalid API key")
+        authorized = request.headers.get("Authorization", "") == f"Bearer {self.api_key}"
+        if handler is not self._unknown and not authorized:
+            return _error(401, "Unauthorized: invalid API key")
         return await handler(request)
 
     async def _unknown(self, request: web.Request) -> web.Response:
