@@ -584,7 +584,8 @@ class StandInRunloop:
             execution.changed.clear()
             text = execution.output(fd)
             if len(text) > offset:
-                chunk = ExecutionUpdateChunk(output=text[offset:], offset=offset)
+                # its offset is where the stream resumes (the SDK reconnects with the last one)
+                chunk = ExecutionUpdateChunk(output=text[offset:], offset=len(text))
                 offset = len(text)
                 await response.write(f"data: {chunk.model_dump_json()}\n\n".encode())
                 continue

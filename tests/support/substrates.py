@@ -1,8 +1,8 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal`` and ``ec2`` drive the
-official SDKs against the stand-ins of this package (their timings are not the services'); the
-``-live`` variants run against the real services when their credentials are set.
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal``, ``runloop`` and
+``ec2`` drive the official SDKs against the stand-ins of this package (their timings are not the
+services'); the ``-live`` variants run against the real services when their credentials are set.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ STAND_INS = (
     "daytona",
     "daytona-session",
     "modal",
+    "runloop",
+    "runloop-session",
     "ec2",
     "ec2-session",
 )
@@ -57,6 +59,7 @@ LIVE: dict[str, Callable[[], Any]] = {
     "e2b-live": live.e2b_options,
     "daytona-live": live.daytona_options,
     "modal-live": live.modal_options,
+    "runloop-live": live.runloop_options,
     "ec2-live": live.ec2_options,
 }
 
@@ -174,6 +177,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         request.getfixturevalue("daytona_env")
     elif name == "modal":
         request.getfixturevalue("modal_env")
+    elif name == "runloop":
+        request.getfixturevalue("runloop_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -267,6 +272,15 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("modal_server").env().items():
             monkeypatch.setenv(variable, value)
         return ModalSubstrate()
+    if name in ("runloop", "runloop-live"):
+        from pytest_rollout_tax.substrates.runloop import RunloopSubstrate
+
+        if name == "runloop-live":
+            return RunloopSubstrate(**live.runloop_options())
+        monkeypatch.delenv("RUNLOOP_CUSTOM_HEADERS", raising=False)
+        for variable, value in fixture("runloop_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return RunloopSubstrate(**session)
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
