@@ -22,14 +22,13 @@ Install with ``pip install 'pytest-rollout-tax[runloop]'``.
 """
 
 from .lifecycle import RunloopSubstrate
-from .options import API_KEY_VARIABLE, PUBLISHED_CREATES_PER_S, RunloopHandle, RunloopOptions
+from .options import API_KEY_VARIABLE, PUBLISHED_CREATES_PER_S, RunloopOptions
 from .steps import RunloopExec, RunloopSession
 
 __all__ = [
     "API_KEY_VARIABLE",
     "PUBLISHED_CREATES_PER_S",
     "RunloopExec",
-    "RunloopHandle",
     "RunloopOptions",
     "RunloopSession",
     "RunloopSubstrate",

@@ -1,18 +1,15 @@
-"""The runloop substrate's options and what one devbox is to it."""
+"""The runloop substrate's options."""
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
-from ...core.sandbox import Handle
-from ...core.substrate import SubstrateOptions
+from ..hosted import HostedOptions
 
 API_KEY_VARIABLE = "RUNLOOP_API_KEY"
 BASE_URL_VARIABLE = "RUNLOOP_BASE_URL"
 DEFAULT_BASE_URL = "https://api.runloop.ai"
-LABEL_PREFIX = "rollout-tax.io/"
 #: Runloop publishes no limit on devbox creations (its API reference: back off on 429), so
 #: creates are not paced unless ``max_creates_per_s`` says so.
 PUBLISHED_CREATES_PER_S = 0.0
@@ -32,7 +29,8 @@ MAX_KEEP_ALIVE_S = 172_800
 
 
 @dataclass
-class RunloopOptions(SubstrateOptions):
+class RunloopOptions(HostedOptions):
+    labels_option: ClassVar[str] = "metadata"
     #: The blueprint every devbox starts from, by name (None: Runloop's default image).
     blueprint: str | None = None
     #: A preset size (``X_SMALL`` ... ``XX_LARGE``; None: Runloop's default, SMALL).
@@ -49,13 +47,14 @@ class RunloopOptions(SubstrateOptions):
     request_timeout: float = 30.0
     #: The absolute directory relative paths and commands start in; made empty at cold start.
     workdir: str = "/home/user/workspace"
-    #: Creates started per second at most (0: no pacing; Runloop publishes no limit).
-    max_creates_per_s: float = PUBLISHED_CREATES_PER_S
-    #: One client and connection pool for every rollout (the SDK's process-wide HTTP/2 pool),
-    #: instead of a client, and so a connection set up, per rollout.
+    #: Creates started per second at most (0 or none: unpaced; Runloop publishes no limit).
+    max_creates_per_s: float | None = PUBLISHED_CREATES_PER_S
+    #: One client for every rollout, on the SDK's process-wide HTTP/2 pool, instead of a
+    #: client, and so a connection set up, per rollout.
     reuse_connection: bool = False
 
     def check(self) -> None:
+        super().check()
         if self.size is not None and self.size not in SIZES:
             raise ValueError(f"size={self.size!r}: expected one of {', '.join(SIZES)}")
         if self.blueprint is not None and not self.blueprint.strip():
@@ -65,15 +64,6 @@ class RunloopOptions(SubstrateOptions):
         for name in ("create_timeout", "request_timeout"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}={getattr(self, name)}: must be > 0 s")
-        if not 0 <= self.max_creates_per_s <= 10_000:
-            raise ValueError(
-                f"max_creates_per_s={self.max_creates_per_s}: expected 0 to 10,000 (0: unpaced)"
-            )
-        reserved = sorted(key for key in self.metadata if key.startswith(LABEL_PREFIX))
-        if reserved:
-            raise ValueError(f"metadata: {', '.join(reserved)}: {LABEL_PREFIX}* is reserved")
-        if not posixpath.isabs(self.workdir):
-            raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
 
     def launch_parameters(self) -> dict[str, Any]:
         """Runloop's ``launch_parameters`` of every devbox."""
@@ -81,10 +71,3 @@ class RunloopOptions(SubstrateOptions):
         if self.size is not None:
             launch["resource_size_request"] = self.size
         return launch
-
-
-@dataclass
-class RunloopHandle(Handle):
-    """One devbox: ``client`` is the SDK client that made it (its own, or the shared one)."""
-
-    client: Any

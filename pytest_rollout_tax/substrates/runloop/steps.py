@@ -23,8 +23,8 @@ from ...core.transport import (
     timeout_wrapped,
     was_timed_out,
 )
-from ...errors import RolloutTaxError
-from .options import RunloopHandle
+from ...errors import RolloutTaxError, SandboxError
+from ..hosted import HostedHandle
 from .sdk import BadRequestError, NotFoundError, PollingConfig, PollingTimeout, httpx
 
 #: How long past a step's timeout the client waits for its execution to report its end.
@@ -48,7 +48,7 @@ class Owner(Protocol):
 class _Files:
     """Files through the SDK: ``upload_file`` (multipart) and ``download_file``, byte for byte."""
 
-    def __init__(self, handle: RunloopHandle, substrate: Owner) -> None:
+    def __init__(self, handle: HostedHandle, substrate: Owner) -> None:
         self.client = handle.client
         self.devbox_id = handle.id
         self._substrate = substrate
@@ -187,7 +187,7 @@ class RunloopSession(ShellTransport):
     """The ``session`` transport over :class:`_AttachedShell`; files go through the SDK's file
     calls (byte for byte), as on ``exec``: the shell's output arrives as text."""
 
-    def __init__(self, handle: RunloopHandle, substrate: Owner) -> None:
+    def __init__(self, handle: HostedHandle, substrate: Owner) -> None:
         self._files = _Files(handle, substrate)
 
         def connect() -> Duplex:
@@ -199,14 +199,21 @@ class RunloopSession(ShellTransport):
         super().__init__(connect, substrate=substrate.name)
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
+        self._open()
         self._files.write(path, data, timeout=timeout)
 
     def read(self, path: str, *, timeout: float | None) -> bytes:
+        self._open()
         return self._files.read(path, timeout=timeout)
+
+    def _open(self) -> None:
+        """A lost session fails every later step, file steps too, as on every substrate."""
+        if self._duplex is None:
+            raise SandboxError(f"{self._substrate}: the session is closed")
 
 
 #: How each transport is made from a devbox and its substrate.
-TRANSPORTS: dict[str, Callable[[RunloopHandle, Owner], Transport]] = {
+TRANSPORTS: dict[str, Callable[[HostedHandle, Owner], Transport]] = {
     "exec": RunloopExec,
     "session": RunloopSession,
 }
