@@ -310,7 +310,9 @@ class StandInRunloop:
     async def _unknown(self, request: web.Request) -> web.Response:
         call = f"{request.method} {request.path}"
         self.unknown.append(call)
-        return _error(501, f"the Runloop stand-in does not know the call {call}")
+        answer = _error(501, f"the Runloop stand-in does not know the call {call}")
+        answer.headers["x-should-retry"] = "false"  # the SDK retries a 5xx otherwise
+        return answer
 
     def _over_rate_limit(self) -> bool:
         """Whether a create now exceeds :attr:`creates_per_second`: a token bucket of that

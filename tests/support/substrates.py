@@ -106,6 +106,17 @@ DAYTONA_SLOW = {
 }
 
 
+#: Runloop's gaps whose test passes when the machine is fast enough (non-strict xfails), by
+#: test function name and variant.
+RUNLOOP_SLOW = {
+    # a session's output comes back as server-sent text events the service relays: a flood
+    # the helper cut at the deadline is still carried through the events after it
+    ("test_a_step_timeout_holds_while_its_output_floods", "runloop-session"): (
+        "Runloop's session output is relayed as server-sent events, behind a flood"
+    ),
+}
+
+
 def runsc_gap(item: pytest.Item) -> None:
     """Mark ``item`` a strict xfail when it is a known gap of a runsc (or daytona) variant."""
     callspec = getattr(item, "callspec", None)
@@ -117,6 +128,10 @@ def runsc_gap(item: pytest.Item) -> None:
         return
     if name in DAYTONA_SLOW and daytona:
         item.add_marker(pytest.mark.xfail(reason=DAYTONA_SLOW[name], strict=False))
+        return
+    slow = next((RUNLOOP_SLOW[name, p] for p in params if (name, p) in RUNLOOP_SLOW), None)
+    if slow is not None:
+        item.add_marker(pytest.mark.xfail(reason=slow, strict=False))
         return
     others = [p for p in params if "-runsc" not in p]
     reason = RUNSC_GAPS.get(name) or RUNSC_GAPS.get(f"{name}[{'-'.join(others)}]")
