@@ -89,7 +89,8 @@ class RunloopExec(_Files, Transport):
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
     ) -> RawResult:
         step = timeout_wrapped(["sh", "-c", shell_line(argv, env=env, cwd=cwd)], timeout)
-        command = f"{shlex.join(step)} </dev/null"
+        # exec: the login shell becomes the step, so it adds no job message of its own
+        command = f"exec {shlex.join(step)} </dev/null"
         wait = None if timeout is None else timeout + GRACE_S
         polling = PollingConfig(interval_seconds=POLL_S, max_attempts=1 << 20, timeout_seconds=wait)
         started = time.perf_counter()
