@@ -30,6 +30,7 @@ from support.modal_server import modal_env, modal_server
 from support.optional import no_matplotlib
 from support.otlp_receiver import otlp_receiver
 from support.prometheus import prometheus
+from support.runloop_server import runloop_env, runloop_server
 from support.substrates import runsc_gap, selected_substrate
 
 __all__ = [
@@ -58,6 +59,8 @@ __all__ = [
     "no_matplotlib",
     "otlp_receiver",
     "prometheus",
+    "runloop_env",
+    "runloop_server",
     "runsc_runtime",
     "sandbox_image",
     "selected_substrate",

@@ -58,6 +58,14 @@ def modal_options() -> dict[str, object] | str:
     }
 
 
+def runloop_options() -> dict[str, object] | str:
+    """Options for the real Runloop service, or why there are none."""
+    if not os.environ.get("RUNLOOP_API_KEY", "").strip():
+        return "RUNLOOP_API_KEY is not set: the live Runloop tests need a real account's API key"
+    blueprint = os.environ.get("RUNLOOP_LIVE_BLUEPRINT")
+    return {"blueprint": blueprint, "keep_alive": 600} if blueprint else {"keep_alive": 600}
+
+
 def ec2_options() -> dict[str, str] | str:
     """Options for real EC2 (AMI, key pair, SSH key from the environment), or why not."""
     missing = [name for name in EC2_REQUIRED if not os.environ.get(name)]
