@@ -58,6 +58,13 @@ def modal_options() -> dict[str, object] | str:
     }
 
 
+def coreweave_options() -> dict[str, object] | str:
+    """Options for the real CoreWeave Sandboxes service, or why there are none."""
+    if not os.environ.get("CWSANDBOX_API_KEY"):
+        return "CWSANDBOX_API_KEY not set: the live CoreWeave tests need a real organization's key"
+    return {"image": os.environ.get("CWSANDBOX_LIVE_IMAGE", "python:3.11"), "max_lifetime": 600}
+
+
 def ec2_options() -> dict[str, str] | str:
     """Options for real EC2 (AMI, key pair, SSH key from the environment), or why not."""
     missing = [name for name in EC2_REQUIRED if not os.environ.get(name)]
