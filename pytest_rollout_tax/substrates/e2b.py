@@ -12,33 +12,29 @@ Install with ``pip install 'pytest-rollout-tax[e2b]'``.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
-import posixpath
 import shlex
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ..core.price import Resources
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
-from ..core.substrate import SESSION_LABEL, Substrate, SubstrateOptions
 from ..core.transport import RawResult, Transport, step_timeout
-from ..errors import (
-    ConfigError,
-    CredentialsMissing,
-    ExtraMissing,
-    RateLimited,
-    RolloutTaxError,
-    SandboxError,
-    SandboxStartError,
-    SubstrateUnavailable,
-    redact,
+from ..errors import ExtraMissing, RolloutTaxError
+from .hosted import (
+    REUSED,
+    Credentials,
+    ErrorTable,
+    HostedHandle,
+    HostedOptions,
+    HostedSubstrate,
+    Kind,
+    Listed,
+    Row,
 )
-from .pacing import CreatePacer
 
 try:
     import httpx
@@ -63,7 +59,6 @@ API_KEY_VARIABLE = "E2B_API_KEY"
 #: What E2B's default sandbox is billed for (its docs: 2 vCPU, 512 MiB).
 DEFAULT_VCPUS = 2.0
 DEFAULT_GIB = 0.5
-LABEL_PREFIX = "rollout-tax.io/"
 #: What the SDK runs every command with (``commands.run`` wraps it in ``bash -l -c``).
 SHELL = "/bin/bash"
 #: How long to look for a timed-out command that had not reported its pid yet.
@@ -73,7 +68,9 @@ PUBLISHED_CREATES_PER_S = 180.0
 
 
 @dataclass
-class E2BOptions(SubstrateOptions):
+class E2BOptions(HostedOptions):
+    labels_option: ClassVar[str] = "metadata"
+
     #: The template (name or id) every sandbox starts from.
     template: str = "base"
     #: Sandbox lifetime in seconds: E2B kills a sandbox this long after its creation.
@@ -90,29 +87,16 @@ class E2BOptions(SubstrateOptions):
     workdir: str = "/home/user/workspace"
     #: Creates started per second at most (0: no pacing); the default is E2B's published
     #: limit, 1,800 per 10 s per key.
-    max_creates_per_s: float = PUBLISHED_CREATES_PER_S
+    max_creates_per_s: float | None = PUBLISHED_CREATES_PER_S
 
     def check(self) -> None:
-        if self.max_creates_per_s < 0:
-            raise ValueError(f"max_creates_per_s={self.max_creates_per_s}: must be >= 0")
+        super().check()
         if not self.template.strip():
             raise ValueError("template: must not be empty")
         if self.timeout < 1:
             raise ValueError(f"timeout={self.timeout}: the sandbox lifetime must be >= 1 s")
         if self.request_timeout is not None and self.request_timeout <= 0:
             raise ValueError(f"request_timeout={self.request_timeout}: must be > 0 s")
-        reserved = sorted(key for key in self.metadata if key.startswith(LABEL_PREFIX))
-        if reserved:
-            raise ValueError(f"metadata: {', '.join(reserved)}: {LABEL_PREFIX}* is reserved")
-        if not posixpath.isabs(self.workdir):
-            raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
-
-
-@dataclass
-class E2BHandle(Handle):
-    """One E2B sandbox: ``sdk`` is the SDK's own ``Sandbox`` object for it."""
-
-    sdk: SDKSandbox
 
 
 class E2BCommands(Transport):
@@ -121,7 +105,7 @@ class E2BCommands(Transport):
 
     name = "exec"
 
-    def __init__(self, handle: E2BHandle, substrate: E2BSubstrate) -> None:
+    def __init__(self, handle: HostedHandle, substrate: E2BSubstrate) -> None:
         self.sdk = handle.sdk
         self.sandbox_id = handle.id
         self._substrate = substrate
@@ -210,91 +194,127 @@ class E2BCommands(Transport):
         return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
 
 
-class E2BSubstrate(Substrate):
+#: E2B's errors as ours: the first row that covers an exception wins.
+ERRORS = ErrorTable(
+    Row(
+        Kind.UNAVAILABLE,
+        "{name}: {where} rejected the API key from {variables} (HTTP {status}) while "
+        "{action}; check the key and its team's access",
+        types=(AuthenticationException,),
+        statuses=(401, 403),
+        status=401,
+        refused=True,
+    ),
+    Row(
+        Kind.RATE_LIMITED,
+        "{name}: rate limit or quota exceeded (HTTP 429) while {action}; pace creates "
+        "({name}.max_creates_per_s) or raise the team's quota",
+        types=(RateLimitException,),
+        statuses=(429,),
+        refused=True,
+    ),
+    Row(
+        Kind.CONFIG,
+        "{name}.template={o.template!r}: template not found (HTTP 404) at {where}; check the "
+        "name with 'e2b template list'",
+        statuses=(404,),
+        creating=True,
+        refused=True,
+    ),
+    Row(
+        Kind.UNAVAILABLE,
+        "{name}: cannot reach {where} while {action} ({type})",
+        types=(httpx.TransportError,),
+        when=lambda exc: not isinstance(exc, httpx.TimeoutException),
+    ),
+    Row(
+        Kind.UNAVAILABLE,
+        "{name}: {where} did not answer in time while {action}; raise "
+        "{name}.request_timeout (now {s.request_timeout_s} s)",
+        types=(httpx.TimeoutException, TimeoutException),
+        when=lambda exc: (
+            isinstance(exc, httpx.TimeoutException)
+            or (type(exc) is TimeoutException and "request_timeout" in str(exc))
+        ),
+    ),
+    Row(
+        Kind.SANDBOX,
+        "{name}: the sandbox is no longer running while {action} (killed, or its lifetime "
+        "{name}.timeout={o.timeout} s ran out)",
+        types=(SandboxNotRunningException,),
+    ),
+    Row(
+        Kind.SANDBOX,
+        "{name}: the sandbox cannot be reached while {action} (domain {s.domain})",
+        types=(SandboxUnreachableException,),
+    ),
+    Row(
+        Kind.FAILED,
+        "{name}: the service is busy (HTTP 503) while {action}; retry later",
+        types=(ServiceBusyException,),
+    ),
+)
+
+
+class E2BSubstrate(HostedSubstrate):
     kind = "e2b"
     Options = E2BOptions
+    credentials = Credentials(
+        (API_KEY_VARIABLE,),
+        "export an E2B API key (https://e2b.dev/dashboard?tab=keys) to run the e2b rollouts",
+    )
+    errors = ERRORS
+    #: The SDK keeps one connection pool per process: rollouts after the first reuse it.
+    fixed_connection = REUSED
+    delete_verb = "killing"
     #: Sandboxes per page when listing (reap).
     list_page_size = 100
 
-    hosted = True
-
     def __init__(self, name: str | None = None, *, session_id: str | None = None, **options: Any):
         super().__init__(name, session_id=session_id, **options)
-        key = os.environ.get(API_KEY_VARIABLE, "").strip()
-        if not key:
-            raise CredentialsMissing(
-                f"{self.name}: {API_KEY_VARIABLE} is not set; export an E2B API key "
-                "(https://e2b.dev/dashboard?tab=keys) to run the e2b rollouts"
-            )
-        self._key = key
-        self._params: dict[str, Any] = {"api_key": key}
+        self._params: dict[str, Any] = {"api_key": self.credential[API_KEY_VARIABLE]}
         if self.options.domain:
             self._params["domain"] = self.options.domain
         if self.options.request_timeout is not None:
             self._params["request_timeout"] = self.options.request_timeout
-        self.pacer = CreatePacer(self.options.max_creates_per_s)
         config = ConnectionConfig(domain=self.options.domain, api_key="-")
         #: Where the control plane is reached, for messages (never with the key).
-        self.api_url = config.api_url
-        self.domain = config.domain
+        self.api_url: str = config.api_url
+        self.domain: str = config.domain
 
     def __repr__(self) -> str:
         return f"<E2BSubstrate {self.name!r} template={self.options.template!r}>"
 
-    def _create(self, *, labels: dict[str, str], clock: PhaseClock) -> E2BHandle:
-        if self.pacer.wait() > 0:  # a paced create is later, not slower: not counted
-            clock.mark("paced", cold_start=False)
-        try:
-            sdk = SDKSandbox.create(
-                template=self.options.template,
-                timeout=self.options.timeout,
-                metadata={**self.options.metadata, **labels},
-                envs=dict(self.options.envs) or None,
-                **self._params,
-            )
-        except Exception as exc:
-            raise self.error(exc, "creating a sandbox") from None
-        clock.mark("create")
-        handle = E2BHandle(id=sdk.sandbox_id, workdir=self.options.workdir, sdk=sdk)
-        try:  # every sandbox starts in an empty workdir, not in the template user's dotfiles
-            mkdir = ["mkdir", "-p", "--", handle.workdir]
-            made = self._transport(handle).run(mkdir, timeout=None, env=None, cwd="/")
-            if made.exit_code != 0:
-                raise SandboxStartError(
-                    f"{self.name}: cannot make the workdir {handle.workdir} "
-                    f"({self.name}.workdir): {made.stderr.decode('utf-8', 'replace').strip()[:120]}"
-                )
-        except BaseException:  # a failure or Ctrl-C: the sandbox must not outlive it
-            with contextlib.suppress(Exception):  # the start error is the one to report
-                self.destroy(handle)
-            raise
-        # Our own setup, not the service's cold start (Sandbox.create through the first no-op).
-        clock.mark("workdir", cold_start=False)
-        return handle
+    def _request(self, client: Any, labels: dict[str, str], clock: PhaseClock) -> HostedHandle:
+        sdk = SDKSandbox.create(
+            template=self.options.template,
+            timeout=self.options.timeout,
+            metadata=labels,
+            envs=dict(self.options.envs) or None,
+            **self._params,
+        )
+        return HostedHandle(id=sdk.sandbox_id, workdir=self.options.workdir, sdk=sdk)
 
-    def _transport(self, handle: E2BHandle) -> Transport:
+    def _transport(self, handle: Handle) -> Transport:
+        assert isinstance(handle, HostedHandle)
         return E2BCommands(handle, self)
 
-    def destroy(self, handle: E2BHandle) -> None:
-        try:
-            handle.sdk.kill()
-        except Exception as exc:
-            raise self.error(exc, "killing the sandbox", sandbox_id=handle.id) from None
+    def _delete(self, handle: HostedHandle) -> None:
+        handle.sdk.kill()
+
+    def _list(self, client: Any, labels: Mapping[str, str] | None) -> Iterator[Listed]:
+        query = SandboxQuery(metadata=dict(labels)) if labels else None
+        pages = SDKSandbox.list(query=query, limit=self.list_page_size, **self._params)
+        while pages.has_next:
+            for info in pages.next_items():
+                yield Listed(info.sandbox_id, info.metadata, info)
+
+    def _delete_listed(self, client: Any, listed: Listed) -> bool:
+        return bool(SDKSandbox.kill(listed.id, **self._params))
 
     def list_sandboxes(self, session_id: str | None = None) -> list[SandboxInfo]:
         """Sandboxes labelled by ``session_id`` (by any session if None), running or paused."""
-        query = SandboxQuery(metadata={SESSION_LABEL: session_id}) if session_id else None
-        try:
-            pages = SDKSandbox.list(query=query, limit=self.list_page_size, **self._params)
-            found = []
-            while pages.has_next:
-                for info in pages.next_items():
-                    label = info.metadata.get(SESSION_LABEL)
-                    if label is not None and (session_id is None or label == session_id):
-                        found.append(info)
-        except Exception as exc:
-            raise self.error(exc, "listing sandboxes") from None
-        return found
+        return [one.sdk for one in self.listed(session_id)]
 
     @property
     def resources(self) -> Resources:
@@ -307,103 +327,13 @@ class E2BSubstrate(Substrate):
         return self.api_url
 
     @property
-    def connection(self) -> str:
-        """The SDK keeps one connection pool per process: rollouts after the first reuse it."""
-        return "reused"
-
-    def ping(self) -> None:
-        """List one page of this session's sandboxes: the cheapest authenticated call."""
-        self.list_sandboxes(self.session_id)
-
-    def reap(self, session_id: str | None = None) -> int:
-        """Kill the sandboxes labelled by ``session_id`` (any session if None); return how many."""
-        removed = 0
-        for info in self.list_sandboxes(session_id):
-            try:
-                removed += bool(SDKSandbox.kill(info.sandbox_id, **self._params))
-            except Exception as exc:
-                raise self.error(exc, "killing a leftover sandbox", info.sandbox_id) from None
-        return removed
-
-    # -- errors ------------------------------------------------------------------------------
+    def where(self) -> str:
+        return f"the E2B API at {self.api_url} (domain {self.domain})"
 
     @property
-    def secrets(self) -> list[str]:
-        return [self._key]
-
-    def redact(self, value: object) -> str:
-        """``str(value)`` without the API key in it."""
-        return redact(str(value), [self._key])
-
-    def error(
-        self, exc: BaseException, action: str, sandbox_id: str | None = None
-    ) -> RolloutTaxError:
-        """The error to raise for an SDK exception: one line that names the cause, no key.
-
-        The first line is the same for every rollout with the same cause (so the summary can
-        count it); specifics (the service's message, the sandbox id) follow on a second line.
-        """
-        if isinstance(exc, RolloutTaxError):
-            return exc
-        # A sandbox that never started is a start error; one that fails mid-rollout is not.
-        kind = SandboxStartError if action == "creating a sandbox" else SandboxError
-        status = 401 if isinstance(exc, AuthenticationException) else _status(exc)
-        where = f"the E2B API at {self.api_url} (domain {self.domain})"
-        details = self.redact(exc).strip().replace("\n", " ")
-        if sandbox_id:
-            details = f"sandbox {sandbox_id}: {details}"
-        if status in (401, 403):
-            return SubstrateUnavailable(
-                f"{self.name}: {where} rejected the API key from {API_KEY_VARIABLE} "
-                f"(HTTP {status}) while {action}; check the key and its team's access\n{details}"
-            )
-        if isinstance(exc, RateLimitException) or status == 429:
-            message = (
-                f"{self.name}: rate limit or quota exceeded (HTTP 429) while {action}; "
-                f"pace creates ({self.name}.max_creates_per_s) or raise the team's quota\n"
-                f"{details}"
-            )
-            return RateLimited(message, details) if kind is SandboxStartError else kind(message)
-        if status == 404 and action == "creating a sandbox":
-            return ConfigError(
-                f"{self.name}.template={self.options.template!r}: template not found (HTTP 404) "
-                f"at {where}; check the name with 'e2b template list'\n{details}"
-            )
-        if isinstance(exc, httpx.TransportError) and not isinstance(exc, httpx.TimeoutException):
-            return SubstrateUnavailable(
-                f"{self.name}: cannot reach {where} while {action} ({type(exc).__name__})\n"
-                f"{details}"
-            )
-        if isinstance(exc, httpx.TimeoutException) or (
-            type(exc) is TimeoutException and "request_timeout" in str(exc)
-        ):
-            return SubstrateUnavailable(
-                f"{self.name}: {where} did not answer in time while {action}; raise "
-                f"{self.name}.request_timeout (now {self.options.request_timeout or 60} s)\n"
-                f"{details}"
-            )
-        if isinstance(exc, SandboxNotRunningException):
-            return SandboxError(
-                f"{self.name}: the sandbox is no longer running while {action} (killed, or its "
-                f"lifetime {self.name}.timeout={self.options.timeout} s ran out)\n{details}"
-            )
-        if isinstance(exc, SandboxUnreachableException):
-            return SandboxError(
-                f"{self.name}: the sandbox cannot be reached while {action} "
-                f"(domain {self.domain})\n{details}"
-            )
-        if isinstance(exc, ServiceBusyException):
-            return kind(
-                f"{self.name}: the service is busy (HTTP 503) while {action}; retry later\n"
-                f"{details}"
-            )
-        label = f"HTTP {status}" if status else type(exc).__name__
-        return kind(f"{self.name}: {action} failed ({label})\n{details}")
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return int(status) if isinstance(status, int) else None
+    def request_timeout_s(self) -> float:
+        """The API's request timeout in force (the SDK's default: 60 s)."""
+        return self.options.request_timeout or 60
 
 
 def _encode(text: str | None) -> bytes:

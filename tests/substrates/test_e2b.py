@@ -31,6 +31,7 @@ from pytest_rollout_tax.errors import (
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.substrates.e2b import E2BCommands, E2BSubstrate
+from pytest_rollout_tax.substrates.hosted import OWNER_LABEL
 from pytest_rollout_tax.substrates.registry import Registry
 
 EXAMPLE_SUITE = Path(__file__).resolve().parents[2] / "example_suite"
@@ -141,7 +142,7 @@ def test_the_registry_finds_it_and_options_reach_the_service(e2b_env: StandInE2B
         assert record.timeout_s == 42 and record.template_id == "base"
         assert record.metadata == {
             "team": "rl", SESSION_LABEL: substrate.session_id,
-            ROLLOUT_LABEL: record.metadata[ROLLOUT_LABEL],
+            ROLLOUT_LABEL: record.metadata[ROLLOUT_LABEL], OWNER_LABEL: substrate.owner,
         }  # fmt: skip
         assert record.env_vars == {"A": "1"}
         assert e2b_env.api_key not in sb.exec("env").stdout
