@@ -180,9 +180,7 @@ class CoreWeaveExec(Transport):
     name = "exec"
 
     def __init__(self, handle: HostedHandle, substrate: CoreWeaveSubstrate) -> None:
-        self.sdk = handle.sdk
-        self.sandbox_id = handle.id
-        self._substrate = substrate
+        self.sdk, self.sandbox_id, self._substrate = handle.sdk, handle.id, substrate
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str

@@ -64,6 +64,9 @@ from google.protobuf import any_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from google.rpc import error_details_pb2, status_pb2
 
+# Imported with the conftest, before pytester's in-process runs, which unload what they import:
+# a second copy of the SDK would start a second event-loop thread of its own.
+import pytest_rollout_tax.substrates.coreweave  # noqa: F401
 from pytest_rollout_tax.errors import SandboxError
 from pytest_rollout_tax.substrates import SANDBOX_IMAGE as DEFAULT_IMAGE
 from support.docker_exec import exit_code, frames
