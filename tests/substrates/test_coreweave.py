@@ -372,3 +372,15 @@ def test_a_rejected_key_never_shows_in_output_logs_or_report(
     report = (pytester.path / "report.json").read_text()
     assert wrong not in output + report and coreweave_env.api_key not in output + report
     assert json.loads(report)["substrates"]["coreweave"]["failures"] == 1
+
+
+@pytest.mark.parametrize(("plane", "asked"), [("auto", True), ("gateway", False)])
+def test_the_data_plane_option_reaches_the_sdk(
+    coreweave_env: StandInCoreWeave, coreweave_factory: Factory, plane: str, asked: bool
+) -> None:
+    """``auto`` asks for a direct connection first (the stand-in declines: the gateway
+    serves); ``gateway`` never asks."""
+    before = coreweave_env.requests["ConnectSandbox"]
+    with coreweave_factory(data_plane=plane).start() as sb:
+        assert sb.exec("echo via").stdout == "via\n"
+    assert (coreweave_env.requests["ConnectSandbox"] > before) is asked

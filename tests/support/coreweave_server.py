@@ -506,6 +506,8 @@ class _Gateway(sandbox_pb2_grpc.SandboxServiceServicer):
                 return S.DeleteSandboxResponse()
             await self.server.sandbox(request.sandbox_id, context)
         assert sandbox is not None
+        if sandbox.state in ACTIVE:  # terminating from the answer on; gone once removed
+            self.server._set(sandbox, S.STATE_TERMINATING)
         self.server.spawn(self.server.finish(sandbox.sandbox_id))
         return S.DeleteSandboxResponse(sandbox=sandbox.message())
 
