@@ -197,6 +197,10 @@ class StandInCoreWeave:
             started.set()
             loop.run_forever()
             loop.run_until_complete(server.stop(None))
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
         self._thread = threading.Thread(target=serve, name="coreweave-standin", daemon=True)
