@@ -181,7 +181,19 @@ class Rollout:
         """The record of a ``rollouts[]`` item, its steps in either shape (columns or a list)."""
         fields = dict(data)
         fields["steps"] = list(steps_of(fields.get("steps")))
+        if "phases" in fields:
+            fields["phases"] = renamed_phases(fields["phases"] or {})
         return cls(**fields)
+
+
+#: Phase names a run saved by an earlier release used, by today's name: Modal's create pacing
+#: was ``pace`` where every other hosted substrate said ``paced``.
+RENAMED_PHASES = {"pace": "paced"}
+
+
+def renamed_phases(phases: dict[str, Any]) -> dict[str, Any]:
+    """``phases`` (a rollout's, or a report's per-phase figures) under today's names."""
+    return {RENAMED_PHASES.get(name, name): value for name, value in phases.items()}
 
 
 def step_columns(steps: Iterable[Step]) -> dict[str, list[Any]]:

@@ -13,6 +13,7 @@ from typing import Any
 from ..core.control_plane import ControlPlane
 from ..core.known import from_known
 from ..core.price import Rate
+from ..core.record import renamed_phases
 from ..core.stats import Stats
 from .cost import Cost
 from .projection import Decomposition, FleetHours, Means, Projected, Scale, Spread, spread
@@ -199,7 +200,10 @@ class SubstrateEntry:
             failures=entry.get("failures") or 0,
             failure_reasons=dict(entry.get("failure_reasons") or {}),
             **{key: _stats(entry.get(key)) for key in STATS_KEYS},
-            phases={name: _stats(stats) for name, stats in (entry.get("phases") or {}).items()},
+            phases={
+                name: _stats(stats)
+                for name, stats in renamed_phases(entry.get("phases") or {}).items()
+            },
             projected=_projected(entry),
             **optional,
         )
@@ -313,7 +317,12 @@ class Report:
             schema=data["schema"],
             not_run=dict(data.get("not_run") or {}),
             shared_sandboxes=list(data.get("shared_sandboxes") or ()),
-            rollouts=data.get("rollouts") or [],
+            rollouts=[
+                {**item, "phases": renamed_phases(item["phases"])}
+                if isinstance(item, dict) and isinstance(item.get("phases"), dict)
+                else item
+                for item in data.get("rollouts") or []
+            ],
             clients=data.get("clients"),
             merge=data.get("merge"),
             training=Training.from_dict(data["training"]) if data.get("training") else None,

@@ -193,3 +193,21 @@ def test_optional_step_columns_are_kept_packed_and_come_back_with_their_nulls():
     assert set(aggregate.rows[0].optional) == {"output_bytes", "think_us", "recorded_us"}
     assert RolloutRows(aggregate.rows, aggregate.columns)[0] == rollout.to_dict()
     assert list(aggregate.samples["local"].think) == [2.5, 0.0]
+
+
+def test_a_modal_run_saved_with_phase_pace_loads_it_as_paced():
+    """Modal's create pacing was phase ``pace`` before the hosted base named it ``paced`` on
+    every hosted substrate: a run saved then compares phase by phase with one saved now."""
+    paced = [
+        Rollout(
+            substrate="modal", kind="modal", cold_start_s=1.0, phases={"paced": 0.2, "create": 1.0}
+        )
+        for _ in range(3)
+    ]
+    new = build_report(paced, SCALE, plugin_version="1", machine={}, commit=None)
+    saved = json.loads(json.dumps(new.to_dict()).replace('"paced"', '"pace"'))
+    assert "pace" in saved["substrates"]["modal"]["phases"]  # as a run saved then reads
+    old = Report.from_dict(saved)
+    assert old.substrates["modal"].phases == new.substrates["modal"].phases
+    assert [item["phases"] for item in old.rollouts] == [{"paced": 0.2, "create": 1.0}] * 3
+    assert Rollout.from_dict(saved["rollouts"][0]).phases == {"paced": 0.2, "create": 1.0}

@@ -112,7 +112,7 @@ def test_the_registry_finds_it_with_both_transports(daytona_env: StandInDaytona)
     [
         ({"snapshot": "s", "image": "debian:12"}, "snapshot and image: give one, not both"),
         ({"cpu": 2}, "apply to a sandbox made from an image only"),
-        ({"max_creates_per_s": -1}, "max_creates_per_s=-1.0: must be >= 0"),
+        ({"max_creates_per_s": -1}, "max_creates_per_s=-1.0: expected 0 to 10,000"),
         ({"labels": {"rollout-tax.io/x": "1"}}, "rollout-tax.io/* is reserved"),
         ({"workdir": "rel"}, "must be an absolute path"),
     ],

@@ -27,6 +27,7 @@ from pytest_rollout_tax.errors import (
     SandboxError,
     SubstrateUnavailable,
 )
+from pytest_rollout_tax.substrates.hosted import OWNER_LABEL
 from pytest_rollout_tax.substrates.modal import ModalSubstrate
 from pytest_rollout_tax.substrates.registry import Registry
 
@@ -125,7 +126,7 @@ def test_the_registry_finds_it_and_options_reach_the_service(modal_env: StandInM
             assert record.resources.milli_cpu == 500 and record.resources.memory_mb == 768
             assert record.tags == {
                 "team": "rl", SESSION_LABEL: substrate.session_id,
-                ROLLOUT_LABEL: record.tags[ROLLOUT_LABEL],
+                ROLLOUT_LABEL: record.tags[ROLLOUT_LABEL], OWNER_LABEL: substrate.owner,
             }  # fmt: skip
             assert record.env == {"A": "1"}
             output = sb.exec("env").stdout

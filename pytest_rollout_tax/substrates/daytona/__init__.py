@@ -19,14 +19,13 @@ Install with ``pip install 'pytest-rollout-tax[daytona]'``.
 """
 
 from .lifecycle import DaytonaSubstrate
-from .options import API_KEY_VARIABLE, PUBLISHED_CREATES_PER_S, DaytonaHandle, DaytonaOptions
+from .options import API_KEY_VARIABLE, PUBLISHED_CREATES_PER_S, DaytonaOptions
 from .steps import DaytonaExec, DaytonaSession
 
 __all__ = [
     "API_KEY_VARIABLE",
     "PUBLISHED_CREATES_PER_S",
     "DaytonaExec",
-    "DaytonaHandle",
     "DaytonaOptions",
     "DaytonaSession",
     "DaytonaSubstrate",

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import posixpath
 from dataclasses import dataclass, field
+from typing import ClassVar
 
-from ...core.sandbox import Handle
-from ...core.substrate import SubstrateOptions
-from .sdk import Daytona, SDKSandbox
+from ..hosted import HostedOptions
 
 API_KEY_VARIABLE = "DAYTONA_API_KEY"
 API_URL_VARIABLE = "DAYTONA_API_URL"
 DEFAULT_API_URL = "https://app.daytona.io/api"
-LABEL_PREFIX = "rollout-tax.io/"
 #: Daytona's published limit on sandbox creations: 600 a minute.
 PUBLISHED_CREATES_PER_S = 10.0
 
 
 @dataclass
-class DaytonaOptions(SubstrateOptions):
+class DaytonaOptions(HostedOptions):
+    labels_option: ClassVar[str] = "labels"
+
     #: The snapshot every sandbox starts from (None: the organisation's default snapshot).
     snapshot: str | None = None
     #: Or an image (``debian:12``): the service builds a snapshot of it on first use.
@@ -41,12 +40,13 @@ class DaytonaOptions(SubstrateOptions):
     workdir: str = "/home/daytona/workspace"
     #: Creates started per second at most (0: no pacing); the default is Daytona's published
     #: limit, 600 a minute.
-    max_creates_per_s: float = PUBLISHED_CREATES_PER_S
+    max_creates_per_s: float | None = PUBLISHED_CREATES_PER_S
     #: One client for every rollout (its connection warm), instead of a client, and so a
     #: connection set up, per rollout.
     reuse_connection: bool = False
 
     def check(self) -> None:
+        super().check()
         if self.snapshot is not None and self.image is not None:
             raise ValueError("snapshot and image: give one, not both")
         if self.image is None and any(v is not None for v in (self.cpu, self.memory, self.disk)):
@@ -55,18 +55,3 @@ class DaytonaOptions(SubstrateOptions):
             raise ValueError(f"create_timeout={self.create_timeout}: must be > 0 s")
         if self.auto_stop_interval < 0:
             raise ValueError(f"auto_stop_interval={self.auto_stop_interval}: must be >= 0")
-        if self.max_creates_per_s < 0:
-            raise ValueError(f"max_creates_per_s={self.max_creates_per_s}: must be >= 0")
-        reserved = sorted(key for key in self.labels if key.startswith(LABEL_PREFIX))
-        if reserved:
-            raise ValueError(f"labels: {', '.join(reserved)}: {LABEL_PREFIX}* is reserved")
-        if not posixpath.isabs(self.workdir):
-            raise ValueError(f"workdir={self.workdir!r}: must be an absolute path")
-
-
-@dataclass
-class DaytonaHandle(Handle):
-    """One Daytona sandbox: ``sdk`` is the SDK's ``Sandbox``; ``client`` made it."""
-
-    sdk: SDKSandbox
-    client: Daytona

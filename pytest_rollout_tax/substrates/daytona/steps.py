@@ -23,7 +23,7 @@ from ...core.transport import (
     with_env,
 )
 from ...errors import RolloutTaxError, SandboxError
-from .options import DaytonaHandle
+from ..hosted import HostedHandle
 from .sdk import DaytonaError, DaytonaNotFoundError, DaytonaTimeoutError, SessionExecuteRequest
 
 
@@ -54,7 +54,7 @@ def _wrapped(argv: list[str], *, timeout: float | None, env: Mapping[str, str] |
 class _Steps(Transport):
     """What both Daytona transports share: files through the SDK's ``fs``, errors."""
 
-    def __init__(self, handle: DaytonaHandle, substrate: DaytonaSubstrate) -> None:
+    def __init__(self, handle: HostedHandle, substrate: DaytonaSubstrate) -> None:
         self.sdk = handle.sdk
         self.sandbox_id = handle.id
         self._substrate = substrate
@@ -97,7 +97,7 @@ class _Steps(Transport):
         err: bytes,
     ) -> RawResult:
         if was_timed_out(timeout, code, time.perf_counter() - started):
-            raise step_timeout(self._substrate.name, timeout)
+            raise step_timeout(self._substrate.name, timeout or 0)
         return RawResult.capped(code, out, err, self.output_cap)
 
 
@@ -144,7 +144,7 @@ class DaytonaSession(_Steps):
 
     name = "session"
 
-    def __init__(self, handle: DaytonaHandle, substrate: DaytonaSubstrate) -> None:
+    def __init__(self, handle: HostedHandle, substrate: DaytonaSubstrate) -> None:
         super().__init__(handle, substrate)
         self.session_id: str | None = None
 

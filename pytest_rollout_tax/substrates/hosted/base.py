@@ -44,8 +44,8 @@ DETAILS_LIMIT = 400
 
 @dataclass
 class HostedHandle(Handle):
-    """One hosted sandbox: ``sdk`` the SDK's object for it; ``client`` the client that made
-    it (None: the SDK keeps its own, or the shared one made it)."""
+    """One hosted sandbox: ``sdk`` the SDK's object for it; ``client`` the rollout's own
+    client that made it, closed with it (the base sets it; None: the shared one made it)."""
 
     sdk: Any
     client: Any = None
@@ -136,6 +136,7 @@ class HostedSubstrate(Substrate):
             if isinstance(exc, Exception):
                 raise self.error(exc, CREATING) from None
             raise
+        handle.client = None if self.clients.reuse else client  # closed with the sandbox
         if "create" not in clock.phases:
             clock.mark("create")
         try:  # every sandbox starts in an empty workdir, not in the image user's home
