@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from support.agent_sandbox_api import claims_api, claims_kubeconfig
+from support.coreweave_server import coreweave_env, coreweave_server
 from support.daytona_server import daytona_env, daytona_server
 from support.docker_engine import (
     bwrap_ready,
@@ -37,6 +38,8 @@ __all__ = [
     "bwrap_ready",
     "claims_api",
     "claims_kubeconfig",
+    "coreweave_env",
+    "coreweave_server",
     "daytona_env",
     "daytona_server",
     "docker_client",

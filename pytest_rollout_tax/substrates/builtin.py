@@ -20,4 +20,5 @@ def rollout_tax_substrates() -> dict[str, object]:
         "ec2": f"{_MODULE}.ec2:EC2Substrate",
         "modal": f"{_MODULE}.modal:ModalSubstrate",
         "runloop": f"{_MODULE}.runloop:RunloopSubstrate",
+        "coreweave": f"{_MODULE}.coreweave:CoreWeaveSubstrate",
     }

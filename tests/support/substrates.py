@@ -1,8 +1,9 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal``, ``runloop`` and
-``ec2`` drive the official SDKs against the stand-ins of this package (their timings are not the
-services'); the ``-live`` variants run against the real services when their credentials are set.
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal``, ``runloop``,
+``coreweave``, ``prime`` and ``ec2`` drive the official SDKs against the stand-ins of this
+package (their timings are not the services'); the ``-live`` variants run against the real
+services when their credentials are set.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ SESSION_SHELL_PID = (
 )
 #: The platform the ``-runsc`` variants run gVisor on: its default, as hosted providers run it.
 GVISOR_PLATFORM = "systrap"
-#: Every substrate x transport the stand-ins offer (E2B and Modal have their SDK's transport
-#: only: Modal offers no held shell), docker under gVisor (``-runsc``) and k8s's agent-sandbox
-#: claims (``k8s-claim``) on both transports.
+#: Every substrate x transport the stand-ins offer (E2B, Modal and CoreWeave have their SDK's
+#: transport only: neither Modal nor CoreWeave's SDK offers a held shell that carries bytes),
+#: docker under gVisor (``-runsc``) and k8s's agent-sandbox claims (``k8s-claim``) on both
+#: transports.
 STAND_INS = (
     "local",
     "local-session",
@@ -51,6 +53,7 @@ STAND_INS = (
     "modal",
     "runloop",
     "runloop-session",
+    "coreweave",
     "ec2",
     "ec2-session",
 )
@@ -60,6 +63,7 @@ LIVE: dict[str, Callable[[], Any]] = {
     "daytona-live": live.daytona_options,
     "modal-live": live.modal_options,
     "runloop-live": live.runloop_options,
+    "coreweave-live": live.coreweave_options,
     "ec2-live": live.ec2_options,
 }
 
@@ -199,6 +203,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         request.getfixturevalue("modal_env")
     elif name == "runloop":
         request.getfixturevalue("runloop_env")
+    elif name == "coreweave":
+        request.getfixturevalue("coreweave_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -301,6 +307,14 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("runloop_server").env().items():
             monkeypatch.setenv(variable, value)
         return RunloopSubstrate(**session)
+    if name in ("coreweave", "coreweave-live"):
+        from pytest_rollout_tax.substrates.coreweave import CoreWeaveSubstrate
+
+        if name == "coreweave-live":
+            return CoreWeaveSubstrate(**live.coreweave_options())
+        for variable, value in fixture("coreweave_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return CoreWeaveSubstrate()
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
