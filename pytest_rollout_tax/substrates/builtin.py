@@ -19,4 +19,5 @@ def rollout_tax_substrates() -> dict[str, object]:
         "daytona": f"{_MODULE}.daytona:DaytonaSubstrate",
         "ec2": f"{_MODULE}.ec2:EC2Substrate",
         "modal": f"{_MODULE}.modal:ModalSubstrate",
+        "prime": f"{_MODULE}.prime:PrimeSubstrate",
     }

@@ -87,7 +87,7 @@ DEFAULT_IMAGE_NAME = "python:3.11-slim"
 USER_NS = "standin"
 START_PATH = "/command_session.CommandSession/Start"
 #: Runs in the container before the command: report the pid on stderr's first line, then exec
-#: the command as the leader of its own session, so ``kill -9 -PID`` ends all it spawned.
+#: the command (a docker exec leads its own session), so ``kill -9 -PID`` ends all it spawned.
 _LAUNCHER = 'echo "$$" >&2; exec "$@"'
 #: Connect's envelope flag of the stream's last message (its end, as JSON).
 _END_STREAM = 0x02
@@ -537,7 +537,7 @@ class StandInPrime:
             await asyncio.to_thread(
                 api.exec_create,
                 sandbox.container.id,
-                ["setsid", "-w", *argv],
+                argv,
                 stdout=True,
                 stderr=True,
                 environment=[f"{k}={v}" for k, v in spec.envs.items()],

@@ -1,13 +1,15 @@
 """Every substrate the contract suite runs on, each built from the tests' real components.
 
-``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal`` and ``ec2`` drive the
-official SDKs against the stand-ins of this package (their timings are not the services'); the
+``local`` and ``docker`` are real; ``k8s``, ``e2b``, ``daytona``, ``modal``, ``prime`` and ``ec2``
+drive the official SDKs against the stand-ins of this package (their timings are not the
+services'); the
 ``-live`` variants run against the real services when their credentials are set.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,8 @@ STAND_INS = (
     "modal",
     "ec2",
     "ec2-session",
+    # prime's SDK is not in the [all] extra (scripts/ensure-prime): without it, not run here
+    *(("prime",) if importlib.util.find_spec("prime_sandboxes") else ()),
 )
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
@@ -58,6 +62,7 @@ LIVE: dict[str, Callable[[], Any]] = {
     "daytona-live": live.daytona_options,
     "modal-live": live.modal_options,
     "ec2-live": live.ec2_options,
+    "prime-live": live.prime_options,
 }
 
 
@@ -174,6 +179,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         request.getfixturevalue("daytona_env")
     elif name == "modal":
         request.getfixturevalue("modal_env")
+    elif name == "prime":
+        request.getfixturevalue("prime_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -267,6 +274,17 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("modal_server").env().items():
             monkeypatch.setenv(variable, value)
         return ModalSubstrate()
+    if name in ("prime", "prime-live"):
+        from pytest_rollout_tax.substrates.prime import PrimeSubstrate
+
+        if name == "prime-live":
+            return PrimeSubstrate(**live.prime_options())
+        for variable in ("PRIME_CONTEXT", "PRIME_TEAM_ID", "PRIME_USER_ID", "PRIME_BASE_URL"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("HOME", str(fixture("tmp_path_factory").mktemp("prime-home")))
+        for variable, value in fixture("prime_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return PrimeSubstrate(poll_interval=0.05)
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
