@@ -19,6 +19,7 @@ Install with ``pip install 'pytest-rollout-tax[prime]'``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
@@ -75,7 +76,7 @@ try:
     )
     from prime_sandboxes import Sandbox as SDKSandbox
 except ImportError:  # pragma: no cover - exercised by a test that hides the extra
-    raise ExtraMissing("prime", "prime-sandboxes") from None
+    raise ExtraMissing("prime", "prime") from None
 
 API_KEY_VARIABLE = "PRIME_API_KEY"
 #: Prime's published limit on the create endpoint: 500 requests per 60 s per IP and token
@@ -221,7 +222,15 @@ class PrimeSubstrate(HostedSubstrate):
 
     def _connect(self) -> SandboxClient:
         api = APIClient(api_key=self.credential[API_KEY_VARIABLE])
-        api.client.timeout = httpx.Timeout(self.options.request_timeout, connect=10.0)
+        bound = httpx.Timeout(self.options.request_timeout, connect=10.0).as_dict()
+
+        def bounded(request: httpx.Request) -> None:
+            # the SDK sends its API calls with timeout=None, which lifts its client's 30 s:
+            # a create the service never answered would hold the rollout for ever
+            if not any(request.extensions.get("timeout", {}).values()):
+                request.extensions["timeout"] = bound
+
+        api.client.event_hooks["request"] = [bounded]
         return SandboxClient(api)
 
     def _disconnect(self, client: Any) -> None:
@@ -243,11 +252,15 @@ class PrimeSubstrate(HostedSubstrate):
         )
         sandbox = client.create(request)
         clock.mark("create")
-        self._await_running(client, sandbox, clock)
-        handle = HostedHandle(id=sandbox.id, workdir=o.workdir, sdk=sandbox)
-        self._await_gateway(client, sandbox.id)
+        try:
+            self._await_running(client, sandbox, clock)
+            self._await_gateway(client, sandbox.id)
+        except BaseException:  # it failed to start, or Ctrl-C: it must not outlive the create
+            with contextlib.suppress(Exception):  # the start's error is the one to report
+                self._settled_delete(client, sandbox.id)
+            raise
         clock.mark("reachable")
-        return handle
+        return HostedHandle(id=sandbox.id, workdir=o.workdir, sdk=sandbox)
 
     def _await_running(self, client: Any, sandbox: SDKSandbox, clock: PhaseClock) -> None:
         """Poll the sandbox until RUNNING, marking the time spent in each status seen."""

@@ -347,7 +347,7 @@ class StandInPrime:
         assert self._docker is not None
         try:
             await asyncio.sleep(self.pending_s)
-            if sandbox.deleted:
+            if sandbox.deleted and not self.orphan_early_deletes:
                 return
             sandbox.status = "PROVISIONING"
             if sandbox.image is None:
