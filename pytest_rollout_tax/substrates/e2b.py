@@ -23,18 +23,10 @@ from ..core.price import Resources
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.transport import RawResult, Transport, step_timeout
-from ..errors import ExtraMissing, RolloutTaxError
-from .hosted import (
-    REUSED,
-    Credentials,
-    ErrorTable,
-    HostedHandle,
-    HostedOptions,
-    HostedSubstrate,
-    Kind,
-    Listed,
-    Row,
-)
+from ..errors import ExtraMissing
+from .hosted import REUSED, HostedHandle, HostedOptions, HostedSubstrate, HostedTransport, Listed
+from .hosted.credentials import Credentials
+from .hosted.errors import ErrorTable, Kind, Row, rate_limited, rejected, unreachable
 
 try:
     import httpx
@@ -99,16 +91,11 @@ class E2BOptions(HostedOptions):
             raise ValueError(f"request_timeout={self.request_timeout}: must be > 0 s")
 
 
-class E2BCommands(Transport):
+class E2BCommands(HostedTransport):
     """The SDK's own data plane: ``commands.run`` per step (over envd's Connect-RPC), files
     through envd's ``/files``. E2B offers no other transport to choose."""
 
     name = "exec"
-
-    def __init__(self, handle: HostedHandle, substrate: E2BSubstrate) -> None:
-        self.sdk = handle.sdk
-        self.sandbox_id = handle.id
-        self._substrate = substrate
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
@@ -183,35 +170,21 @@ class E2BCommands(Transport):
         """envd's answer about ``path`` as an OSError (the sandbox names its cause); a request
         past the step's timeout as StepTimeout; the sandbox's own failure as a SandboxError."""
         if timeout and type(exc) is TimeoutException:
-            return step_timeout(self._substrate.name, timeout, "it may still be running")
+            return self._file_timeout(timeout)
         if isinstance(exc, FileNotFoundException):
             return FileNotFoundError(errno.ENOENT, "No such file or directory", path)
         if isinstance(exc, InvalidArgumentException) or type(exc) is SandboxException:
-            return OSError(errno.EIO, " ".join(self._substrate.redact(exc).split()), path)
+            return self._answered(exc, path)
         return self._fail(exc, action)
-
-    def _fail(self, exc: BaseException, action: str) -> RolloutTaxError:
-        return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
 
 
 #: E2B's errors as ours: the first row that covers an exception wins.
 ERRORS = ErrorTable(
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: {where} rejected the API key from {variables} (HTTP {status}) while "
-        "{action}; check the key and its team's access",
-        types=(AuthenticationException,),
-        statuses=(401, 403),
-        status=401,
-        refused=True,
-    ),
-    Row(
-        Kind.RATE_LIMITED,
-        "{name}: rate limit or quota exceeded (HTTP 429) while {action}; pace creates "
+    rejected((AuthenticationException,), "check the key and its team's access"),
+    rate_limited(
+        (RateLimitException,),
+        "rate limit or quota exceeded (HTTP 429) while {action}; pace creates "
         "({name}.max_creates_per_s) or raise the team's quota",
-        types=(RateLimitException,),
-        statuses=(429,),
-        refused=True,
     ),
     Row(
         Kind.CONFIG,
@@ -221,11 +194,8 @@ ERRORS = ErrorTable(
         creating=True,
         refused=True,
     ),
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: cannot reach {where} while {action} ({type})",
-        types=(httpx.TransportError,),
-        when=lambda exc: not isinstance(exc, httpx.TimeoutException),
+    unreachable(
+        (httpx.TransportError,), when=lambda exc: not isinstance(exc, httpx.TimeoutException)
     ),
     Row(
         Kind.UNAVAILABLE,

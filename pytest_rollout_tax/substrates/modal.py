@@ -17,7 +17,6 @@ Install with ``pip install 'pytest-rollout-tax[modal]'``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import time
@@ -39,16 +38,9 @@ from ..core.transport import (
     was_timed_out,
 )
 from ..errors import ExtraMissing
-from .hosted import (
-    Credentials,
-    ErrorTable,
-    HostedHandle,
-    HostedOptions,
-    HostedSubstrate,
-    Kind,
-    Listed,
-    Row,
-)
+from .hosted import HostedHandle, HostedOptions, HostedSubstrate, HostedTransport, Listed
+from .hosted.credentials import Credentials
+from .hosted.errors import ErrorTable, Kind, Row, rate_limited, rejected, unreachable
 
 try:
     import modal
@@ -113,16 +105,11 @@ class ModalOptions(HostedOptions):
 _FILE_STEPS = ThreadPoolExecutor(8, thread_name_prefix="modal-files")
 
 
-class ModalExec(Transport):
+class ModalExec(HostedTransport):
     """The SDK's own data plane: ``sb.exec`` per step (gRPC to the sandbox's command router),
     files through ``sb.filesystem``. Modal offers no held shell to run steps in."""
 
     name = "exec"
-
-    def __init__(self, handle: HostedHandle, substrate: ModalSubstrate) -> None:
-        self.sdk = handle.sdk
-        self.sandbox_id = handle.id
-        self._substrate = substrate
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
@@ -134,7 +121,7 @@ class ModalExec(Transport):
             stdout, stderr = process.stdout.read(), process.stderr.read()
             code = process.wait()
         except Exception as exc:
-            raise self._substrate.error(exc, "running a command", self.sandbox_id) from None
+            raise self._fail(exc, "running a command") from None
         if was_timed_out(timeout, code, time.perf_counter() - started):
             raise step_timeout(self._substrate.name, timeout or 0)
         return RawResult.capped(code, bytes(stdout), bytes(stderr), self.output_cap)
@@ -152,33 +139,26 @@ class ModalExec(Transport):
         try:
             return future.result(timeout)
         except FutureTimeout:
-            raise step_timeout(
-                self._substrate.name, timeout or 0, "it may still be running"
-            ) from None
-        except mx.SandboxFilesystemError as exc:
-            # the sandbox answered about the path: the contract's type is asked of the sandbox
-            message = " ".join(self._substrate.redact(exc).split())
-            raise OSError(errno.EIO, message, path) from None
+            raise self._file_timeout(timeout) from None
+        except mx.SandboxFilesystemError as exc:  # the contract's type is asked of the sandbox
+            raise self._answered(exc, path) from None
         except Exception as exc:
-            raise self._substrate.error(exc, f"{verb} a file", self.sandbox_id) from None
+            raise self._fail(exc, f"{verb} a file") from None
 
 
 #: Modal's errors as ours: the first row that covers an exception wins.
 ERRORS = ErrorTable(
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: {where} rejected the token from {variables} while {action}; check the token "
-        "and its workspace",
-        types=(mx.AuthError, mx.PermissionDeniedError),
-        refused=True,
+    rejected(
+        (mx.AuthError, mx.PermissionDeniedError),
+        "check the token and its workspace",
+        credential="token",
+        statuses=(),
     ),
-    Row(
-        Kind.RATE_LIMITED,
-        "{name}: rate limit or quota exceeded (RESOURCE_EXHAUSTED) while {action}; lower "
+    rate_limited(
+        (mx.ResourceExhaustedError,),
+        "rate limit or quota exceeded (RESOURCE_EXHAUSTED) while {action}; lower "
         "{name}.max_creates_per_s or raise the workspace's limit",
-        types=(mx.ResourceExhaustedError,),
-        creating=True,
-        refused=True,
+        statuses=(),
     ),
     Row(
         Kind.CONFIG,
@@ -187,11 +167,7 @@ ERRORS = ErrorTable(
         creating=True,
         refused=True,
     ),
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: cannot reach {where} while {action} ({type})",
-        types=(mx.ConnectionError, OSError),
-    ),
+    unreachable((mx.ConnectionError, OSError)),
     Row(
         Kind.SANDBOX,
         "{name}: the sandbox is no longer running while {action} (terminated, or its lifetime "

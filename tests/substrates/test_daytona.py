@@ -24,6 +24,7 @@ from pytest_rollout_tax.errors import (
     ConfigError,
     CredentialsMissing,
     RateLimited,
+    SandboxStartError,
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.fleet import burst
@@ -185,6 +186,25 @@ def test_a_client_per_rollout_unless_reuse_connection_and_the_row_says_which(
     )
     assert any(line.startswith("fresh: each rollout opened its own connection") for line in lines)
     assert any(line.startswith("reused: rollouts reused one warm connection") for line in lines)
+
+
+def test_a_create_answered_after_the_client_gave_up_leaves_no_sandbox(
+    daytona_env: StandInDaytona, daytona_factory: Factory
+) -> None:
+    """The stand-in makes the sandbox, then answers ``POST /sandbox`` only after the client's
+    timeout (``create_timeout``): the create fails, and its sandbox is found by its tag and
+    deleted."""
+    substrate = daytona_factory(create_timeout=2)
+    daytona_env.create_answer_delay_s = 5
+    try:
+        with pytest.raises(SandboxStartError, match="did not start within"):
+            substrate.start()
+    finally:
+        daytona_env.create_answer_delay_s = 0
+    mine = [
+        s for s in daytona_env.sandboxes() if s.labels.get(SESSION_LABEL) == substrate.session_id
+    ]
+    assert daytona_env.requests["POST /api/sandbox"] == 1 and mine == []
 
 
 def test_a_burst_above_the_limit_is_rate_limited_unpaced_and_never_paced(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 import shutil
 import socket
@@ -316,6 +317,35 @@ def test_reap_any_session_pages_through_and_spares_unlabelled_sandboxes(
             sb.close()
     finally:
         stranger.kill()
+
+
+def test_a_create_answered_after_the_client_gave_up_leaves_no_sandbox(
+    e2b_env: StandInE2B,
+) -> None:
+    """The stand-in makes the sandbox, then answers only after the client's request timeout:
+    the create fails, and the sandbox it made is found by its tag and killed."""
+    substrate = E2BSubstrate(request_timeout=3)
+    e2b_env.create_answer_delay_s = 6
+    try:
+        with pytest.raises(SubstrateUnavailable, match="did not answer in time"):
+            substrate.start()
+    finally:
+        e2b_env.create_answer_delay_s = 0
+    mine = [s for s in e2b_env.sandboxes() if s.metadata.get(SESSION_LABEL) == substrate.session_id]
+    assert e2b_env.requests["POST /v2/sandboxes"] >= 1 and mine == []
+
+
+def test_a_reap_of_every_session_spares_a_live_process_of_this_host(
+    e2b_env: StandInE2B,
+) -> None:
+    """Reap by owner: a sandbox whose owner label names another live process here (a session
+    still running) outlives a reap of every session; a reap of its own session takes it."""
+    running = E2BSubstrate()
+    running.owner = f"{socket.gethostname()}:{os.getppid()}"  # a live process, not this one
+    running.start()
+    assert E2BSubstrate().reap(None) == 0
+    assert E2BSubstrate().reap(running.session_id) == 1
+    assert running.list_sandboxes(running.session_id) == []
 
 
 def test_rollout_reap_lists_and_kills_leftovers_of_earlier_sessions(

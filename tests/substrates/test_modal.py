@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from support.late_create import Cancelled, cancelled_once
 from support.modal_server import StandInModal
 
 from pytest_rollout_tax.core.sandbox import Sandbox
@@ -262,6 +263,26 @@ def test_a_burst_above_the_limit_is_rate_limited_unless_paced(
     for error in limited:
         assert str(error).startswith("modal: rate limit or quota exceeded (RESOURCE_EXHAUSTED)")
         assert "5 sandbox creations per second" in error.provider_message
+
+
+def test_a_create_cancelled_before_its_answer_leaves_no_sandbox(
+    modal_env: StandInModal, modal_factory: Factory
+) -> None:
+    """The stand-in makes the sandbox and holds back its answer; the rollout is cancelled
+    then (as by Ctrl-C): the cancel goes on, and the sandbox is found by its tag and
+    terminated."""
+    substrate = modal_factory()
+
+    def made() -> bool:
+        return any(s.tags.get(SESSION_LABEL) == substrate.session_id for s in modal_env.sandboxes())
+
+    modal_env.create_answer_delay_s = 8
+    try:
+        with pytest.raises(Cancelled), cancelled_once(made):
+            substrate.start()
+    finally:
+        modal_env.create_answer_delay_s = 0
+    assert not made()
 
 
 def test_each_rollout_opens_its_own_connection_unless_reused(modal_factory: Factory) -> None:

@@ -127,6 +127,8 @@ class StandInDaytona:
         self.creates_burst: float | None = None
         self._bucket: tuple[float, float] | None = None
         self.rate_limited = 0
+        #: Seconds a create's answer is held back once its sandbox exists (a late create).
+        self.create_answer_delay_s = 0.0
         self._sandboxes: dict[str, StandInSandbox] = {}
         self._docker: docker.DockerClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -290,6 +292,8 @@ class StandInDaytona:
         )
         self._sandboxes[sandbox.id] = sandbox
         asyncio.get_running_loop().create_task(self._boot(sandbox))
+        if self.create_answer_delay_s:  # the sandbox is listed, its create not yet answered
+            await asyncio.sleep(self.create_answer_delay_s)
         return web.json_response(self._dto(sandbox).to_dict(), status=200)
 
     async def _has_image(self, image: str) -> bool:

@@ -181,6 +181,8 @@ class StandInE2B:
         self.requests: Counter[str] = Counter()
         #: Seconds a started process's start event is held back (a slow edge, for tests).
         self.start_event_delay_s = 0.0
+        #: Seconds a create's answer is held back once its sandbox exists (a late create).
+        self.create_answer_delay_s = 0.0
         #: Sandbox creations accepted per second (sliding one-second window); beyond it a
         #: create gets 429, as E2B's rate limit answers. None: no limit.
         self.creates_per_second: int | None = None
@@ -378,6 +380,8 @@ class StandInE2B:
             timeout_s, lambda: loop.create_task(self._remove(sandbox_id))
         )
         self._sandboxes[sandbox_id] = sandbox
+        if self.create_answer_delay_s:  # the sandbox is listed, its create not yet answered
+            await asyncio.sleep(self.create_answer_delay_s)
         body = CreatedSandbox(
             template_id=spec.template_id,
             sandbox_id=sandbox_id,

@@ -156,6 +156,8 @@ class StandInModal:
         self.creates_per_second: int | None = None
         self.create_burst = 0
         self.rate_limited = 0
+        #: Seconds a create's answer is held back once its sandbox exists (a late create).
+        self.create_answer_delay_s = 0.0
         self._tokens, self._refilled = 0.0, 0.0
         self.apps: dict[str, str] = {}
         #: What ``AuthTokenGet`` hands out: V2 sandbox calls must carry it.
@@ -499,6 +501,8 @@ class _ControlPlane(_with_unknown_calls(api_grpc.ModalClientBase, "modal.client.
             env=env,
             resources=definition.resources,
         )
+        if server.create_answer_delay_s:  # the sandbox is listed, its create not yet answered
+            await asyncio.sleep(server.create_answer_delay_s)
         access = api_pb2.CommandRouterAccess(jwt=sandbox.jwt, url=server.url)
         await stream.send_message(
             api_pb2.SandboxCreateV2Response(

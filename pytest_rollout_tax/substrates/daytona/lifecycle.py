@@ -11,15 +11,9 @@ from ...core.price import Resources as Billed
 from ...core.record import PhaseClock
 from ...core.sandbox import Handle
 from ...core.transport import Transport
-from ..hosted import (
-    Credentials,
-    ErrorTable,
-    HostedHandle,
-    HostedSubstrate,
-    Kind,
-    Listed,
-    Row,
-)
+from ..hosted import HostedHandle, HostedSubstrate, Listed
+from ..hosted.credentials import Credentials
+from ..hosted.errors import ErrorTable, Kind, Row, rate_limited, rejected, unreachable
 from .options import API_KEY_VARIABLE, API_URL_VARIABLE, DEFAULT_API_URL, DaytonaOptions
 from .sdk import (
     CreateSandboxFromImageParams,
@@ -43,22 +37,12 @@ DEFAULT_GIB = 1.0
 
 #: Daytona's errors as ours: the first row that covers an exception wins.
 ERRORS = ErrorTable(
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: {where} rejected the API key from {variables} (HTTP {status}) while "
-        "{action}; check the key and its organisation",
-        types=(DaytonaAuthenticationError, DaytonaForbiddenError),
-        statuses=(401, 403),
-        status=401,
-        refused=True,
+    rejected(
+        (DaytonaAuthenticationError, DaytonaForbiddenError), "check the key and its organisation"
     ),
-    Row(
-        Kind.RATE_LIMITED,
-        "{name}: rate limited (HTTP 429) while {action}; creates were {paced} "
-        "({name}.max_creates_per_s)",
-        types=(DaytonaRateLimitError,),
-        statuses=(429,),
-        refused=True,
+    rate_limited(
+        (DaytonaRateLimitError,),
+        "rate limited (HTTP 429) while {action}; creates were {paced} ({name}.max_creates_per_s)",
     ),
     Row(
         Kind.CONFIG,
@@ -68,11 +52,7 @@ ERRORS = ErrorTable(
         creating=True,
         refused=True,
     ),
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: cannot reach {where} while {action} ({type})",
-        types=(DaytonaConnectionError,),
-    ),
+    unreachable((DaytonaConnectionError,)),
     Row(
         Kind.FAILED,
         "{name}: the sandbox did not start within {name}.create_timeout={o.create_timeout:g} s",

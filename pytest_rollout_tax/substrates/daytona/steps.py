@@ -4,40 +4,26 @@ files through the SDK's ``fs`` on both."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import shlex
 import time
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from ...core.record import PhaseClock
 from ...core.shell import RELAY
 from ...core.transport import (
     RawResult,
-    Transport,
     one_line,
     step_timeout,
     timeout_limit,
     was_timed_out,
     with_env,
 )
-from ...errors import RolloutTaxError, SandboxError
+from ...errors import SandboxError
 from ..hosted import HostedHandle
+from ..hosted.transport import HostedTransport, Provider
 from .sdk import DaytonaError, DaytonaNotFoundError, DaytonaTimeoutError, SessionExecuteRequest
-
-
-class DaytonaSubstrate(Protocol):
-    """What a transport needs of its substrate: a name, its errors, redaction."""
-
-    name: str
-
-    def error(
-        self, exc: BaseException, action: str, sandbox_id: str | None = None
-    ) -> RolloutTaxError: ...
-
-    def redact(self, value: object) -> str: ...
-
 
 #: Separates a step's stdout from its stderr in ``process.exec``'s merged ``result``.
 _SPLIT = "rollout-tax-stderr-"
@@ -51,13 +37,8 @@ def _wrapped(argv: list[str], *, timeout: float | None, env: Mapping[str, str] |
     return shlex.join(words)
 
 
-class _Steps(Transport):
+class _Steps(HostedTransport):
     """What both Daytona transports share: files through the SDK's ``fs``, errors."""
-
-    def __init__(self, handle: HostedHandle, substrate: DaytonaSubstrate) -> None:
-        self.sdk = handle.sdk
-        self.sandbox_id = handle.id
-        self._substrate = substrate
 
     def write(self, path: str, data: bytes, *, timeout: float | None) -> None:
         try:
@@ -77,16 +58,13 @@ class _Steps(Transport):
         """The toolbox's answer about ``path`` as an OSError (the Sandbox asks why); a request
         past the step's timeout as StepTimeout; the sandbox's own failure as SandboxError."""
         if timeout and isinstance(exc, DaytonaTimeoutError):
-            return step_timeout(self._substrate.name, timeout, "it may still be running")
+            return self._file_timeout(timeout)
         status = getattr(exc, "status_code", None)
         if isinstance(exc, DaytonaNotFoundError) or (
             isinstance(exc, DaytonaError) and status is not None and 400 <= status < 500
         ):  # the Sandbox asks the sandbox why (missing, not a directory, ...)
-            return OSError(errno.EIO, one_line(self._substrate.redact(exc)), path)
+            return self._answered(exc, path)
         return self._fail(exc, action)
-
-    def _fail(self, exc: BaseException, action: str) -> RolloutTaxError:
-        return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
 
     def _result(
         self,
@@ -144,7 +122,7 @@ class DaytonaSession(_Steps):
 
     name = "session"
 
-    def __init__(self, handle: HostedHandle, substrate: DaytonaSubstrate) -> None:
+    def __init__(self, handle: HostedHandle, substrate: Provider) -> None:
         super().__init__(handle, substrate)
         self.session_id: str | None = None
 

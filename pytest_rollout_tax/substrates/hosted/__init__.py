@@ -9,6 +9,7 @@ from .credentials import Credentials
 from .errors import CREATING, ErrorTable, Kind, Row, status_of
 from .labels import OWNER_LABEL, Listed
 from .options import LABEL_PREFIX, HostedOptions
+from .transport import HostedTransport, Provider
 
 __all__ = [
     "CLIENT_PHASE",
@@ -23,8 +24,10 @@ __all__ = [
     "HostedHandle",
     "HostedOptions",
     "HostedSubstrate",
+    "HostedTransport",
     "Kind",
     "Listed",
+    "Provider",
     "Row",
     "status_of",
 ]

@@ -126,3 +126,47 @@ def _made(kind: Kind, message: str, details: str, creating: bool) -> RolloutTaxE
     if kind is Kind.RATE_LIMITED and creating:
         return RateLimited(message, details)
     return SandboxStartError(message) if creating else SandboxError(message)
+
+
+def rejected(
+    types: tuple[type[BaseException], ...],
+    check: str,
+    *,
+    credential: str = "API key",
+    statuses: tuple[int, ...] = (401, 403),
+) -> Row:
+    """The row of credentials the provider refused (``check``: what to do, after "; ")."""
+    http = " (HTTP {status})" if statuses else ""
+    return Row(
+        Kind.UNAVAILABLE,
+        f"{{name}}: {{where}} rejected the {credential} from {{variables}}{http} while "
+        f"{{action}}; {check}",
+        types=types,
+        statuses=statuses,
+        status=statuses[0] if statuses else None,
+        refused=True,
+    )
+
+
+def rate_limited(
+    types: tuple[type[BaseException], ...], said: str, *, statuses: tuple[int, ...] = (429,)
+) -> Row:
+    """The row of a create the provider's limiter refused; ``said`` follows the name."""
+    return Row(
+        Kind.RATE_LIMITED,
+        f"{{name}}: {said}",
+        types=types,
+        statuses=statuses,
+        creating=not statuses,
+        refused=True,
+    )
+
+
+def unreachable(types: tuple[type[BaseException], ...], **more: Any) -> Row:
+    """The row of a control plane this client cannot reach (the exception's type said)."""
+    return Row(
+        Kind.UNAVAILABLE,
+        "{name}: cannot reach {where} while {action} ({type})",
+        types=types,
+        **more,
+    )
