@@ -20,7 +20,6 @@ Install with ``pip install 'pytest-rollout-tax[prime]'``.
 from __future__ import annotations
 
 import contextlib
-import errno
 import math
 import os
 import posixpath
@@ -40,23 +39,15 @@ from ..core.substrate import ROLLOUT_LABEL
 from ..core.transport import (
     RawResult,
     Transport,
-    one_line,
     shell_line,
     step_timeout,
     timeout_wrapped,
     was_timed_out,
 )
-from ..errors import ExtraMissing, RolloutTaxError
-from .hosted import (
-    Credentials,
-    ErrorTable,
-    HostedHandle,
-    HostedOptions,
-    HostedSubstrate,
-    Kind,
-    Listed,
-    Row,
-)
+from ..errors import ExtraMissing
+from .hosted import HostedHandle, HostedOptions, HostedSubstrate, HostedTransport, Listed
+from .hosted.credentials import Credentials
+from .hosted.errors import ErrorTable, Kind, Row, rejected, unreachable
 
 try:
     import httpx
@@ -139,13 +130,7 @@ def _http_status(exc: BaseException) -> int | None:
 
 
 ERRORS = ErrorTable(
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: {where} rejected the API key from {variables} (HTTP 401) while {action}; "
-        "check the key and its sandbox scope",
-        types=(UnauthorizedError,),
-        refused=True,
-    ),
+    rejected((UnauthorizedError,), "check the key and its sandbox scope", statuses=(401,)),
     Row(
         Kind.UNAVAILABLE,
         "{name}: {where} asks for payment (HTTP 402) while {action}; check the team's billing",
@@ -172,12 +157,7 @@ ERRORS = ErrorTable(
         "{name}.request_timeout (now {o.request_timeout:g} s)",
         types=(APITimeoutError,),
     ),
-    Row(
-        Kind.UNAVAILABLE,
-        "{name}: cannot reach {where} while {action}",
-        types=(APIError,),
-        when=lambda exc: "Request failed: Connect" in str(exc),
-    ),
+    unreachable((APIError,), when=lambda exc: "Request failed: Connect" in str(exc)),
     Row(
         Kind.FAILED,
         "{name}: the sandbox did not start ({type})",
@@ -373,7 +353,7 @@ def _not_running(sandbox: SDKSandbox) -> SandboxNotRunningError:
     )
 
 
-class PrimeCommands(Transport):
+class PrimeCommands(HostedTransport):
     """The SDK's own data plane: ``execute_command`` per step (a Connect stream through the
     sandbox's gateway), files through the gateway's upload and download. Prime's held
     processes (``start_process``, stdin) exist only on its async client: not offered."""
@@ -381,9 +361,8 @@ class PrimeCommands(Transport):
     name = "exec"
 
     def __init__(self, handle: HostedHandle, substrate: PrimeSubstrate) -> None:
-        self.sandbox_id = handle.id
+        super().__init__(handle, substrate)
         self.client: Any = handle.client or substrate.clients.shared
-        self._substrate = substrate
 
     def run(
         self, argv: list[str], *, timeout: float | None, env: Mapping[str, str] | None, cwd: str
@@ -430,15 +409,11 @@ class PrimeCommands(Transport):
         """The gateway's answer about ``path`` as an OSError (the Sandbox asks why); past the
         step's timeout as StepTimeout; the sandbox's own failure as the substrate's error."""
         if isinstance(exc, UploadTimeoutError | DownloadTimeoutError):
-            return step_timeout(self._substrate.name, timeout or 0, "it may still be running")
+            return self._file_timeout(timeout)
         status = _http_status(exc)
         if status is not None and 400 <= status < 500 and status not in (401, 409, 410):
-            # the gateway's answer about the path: the Sandbox asks the sandbox why
-            return OSError(errno.EIO, one_line(self._substrate.redact(exc)), path)
+            return self._answered(exc, path)  # the gateway's answer about the path
         return self._fail(exc, action)
-
-    def _fail(self, exc: BaseException, action: str) -> RolloutTaxError:
-        return self._substrate.error(exc, action, sandbox_id=self.sandbox_id)
 
 
 def _seconds(timeout: float | None) -> int | None:

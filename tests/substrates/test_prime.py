@@ -20,6 +20,7 @@ pytest.importorskip("prime_sandboxes", reason="the prime extra (scripts/ensure-p
 
 from prime_sandboxes import APIClient, CreateSandboxRequest, SandboxClient
 from prime_sandboxes.core import client as sdk_client
+from support.late_create import Cancelled, cancelled_once
 from support.prime_server import StandInPrime
 
 from pytest_rollout_tax.core.sandbox import Sandbox
@@ -233,6 +234,23 @@ def test_a_create_answered_after_the_clients_timeout_leaves_no_sandbox(
     with pytest.raises(SubstrateUnavailable, match="did not answer in time while creating"):
         substrate.start()
     prime_env.settle()  # every provisioning over: an orphan would be RUNNING now
+    assert alive(prime_env, substrate.session_id) == []
+
+
+def test_a_create_cancelled_before_its_answer_leaves_no_sandbox(
+    prime_env: StandInPrime, prime_factory: Factory
+) -> None:
+    """Ctrl-C (or a cancelled task) between the create's request and its answer: the create's
+    tag finds the sandbox, deleted once provisioned."""
+    prime_env.answer_delay_s, prime_env.pending_s = 5.0, 0.5
+    prime_env.orphan_early_deletes = True
+    substrate = prime_factory()
+    with (
+        cancelled_once(lambda: bool(alive(prime_env, substrate.session_id))),
+        pytest.raises(Cancelled),
+    ):
+        substrate.start()
+    prime_env.settle()
     assert alive(prime_env, substrate.session_id) == []
 
 
