@@ -27,7 +27,13 @@ from ...core.record import PhaseClock
 from ...core.sandbox import Handle
 from ...core.substrate import SESSION_LABEL, Substrate
 from ...core.transport import Transport, one_line
-from ...errors import RolloutTaxError, SandboxStartError
+from ...errors import (
+    ConfigError,
+    RateLimited,
+    RolloutTaxError,
+    SandboxStartError,
+    SubstrateUnavailable,
+)
 from ..pacing import CreatePacer
 from .clients import PER_ROLLOUT, REUSED, Clients
 from .credentials import Credentials, Secrets
@@ -38,6 +44,8 @@ from .labels import OWNER_LABEL, Listed, carries, reaped, this_owner
 PACED_PHASE = "paced"
 #: The phase of a rollout's own client (``client_phase``), counted.
 CLIENT_PHASE = "client"
+#: Errors a provider's own code may raise that say nothing was made: no lookup follows.
+NOTHING_MADE = (SubstrateUnavailable, RateLimited, ConfigError)
 #: How much of the provider's message an error keeps.
 DETAILS_LIMIT = 400
 
@@ -159,9 +167,10 @@ class HostedSubstrate(Substrate):
         """A create that did not answer with a sandbox may still have made one (it timed out
         on the client, or was cancelled between request and answer): look it up by its tag
         and delete it. Not after the provider refused the request outright."""
-        if isinstance(exc, Exception) and (
-            isinstance(exc, RolloutTaxError) or self.errors_of(exc).refused
-        ):
+        if isinstance(exc, NOTHING_MADE):  # the provider's own "no", raised as ours
+            return
+        sdk_error = isinstance(exc, Exception) and not isinstance(exc, RolloutTaxError)
+        if sdk_error and self.errors_of(exc).refused:
             return
         with contextlib.suppress(Exception):  # the create's error is the one to report
             self.reap_tagged(labels)
