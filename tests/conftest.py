@@ -34,6 +34,11 @@ from support.prometheus import prometheus
 from support.runloop_server import runloop_env, runloop_server
 from support.substrates import runsc_gap, selected_substrate
 
+try:  # the prime extra is not in [all] (scripts/ensure-prime says why): its tests then skip
+    from support.prime_server import prime_env, prime_server
+except ImportError:
+    prime_env = prime_server = None
+
 __all__ = [
     "bwrap_ready",
     "claims_api",
@@ -61,6 +66,8 @@ __all__ = [
     "moto_server",
     "no_matplotlib",
     "otlp_receiver",
+    "prime_env",
+    "prime_server",
     "prometheus",
     "runloop_env",
     "runloop_server",

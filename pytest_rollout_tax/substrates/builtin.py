@@ -21,4 +21,5 @@ def rollout_tax_substrates() -> dict[str, object]:
         "modal": f"{_MODULE}.modal:ModalSubstrate",
         "runloop": f"{_MODULE}.runloop:RunloopSubstrate",
         "coreweave": f"{_MODULE}.coreweave:CoreWeaveSubstrate",
+        "prime": f"{_MODULE}.prime:PrimeSubstrate",
     }

@@ -55,7 +55,8 @@ def test_the_control_plane_answers_and_a_stand_in_says_so(contract_substrate, re
     assert plane.endpoint and "@" not in plane.endpoint
     live = request.node.callspec.params["contract_substrate"].endswith("-live")
     assert plane.stand_in is (
-        contract_substrate.kind in ("e2b", "daytona", "modal", "runloop", "coreweave", "ec2")
+        contract_substrate.kind
+        in ("e2b", "daytona", "modal", "runloop", "coreweave", "prime", "ec2")
         and not live
     )
 

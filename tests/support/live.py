@@ -39,6 +39,14 @@ def e2b_options() -> dict[str, object] | str:
     return {"template": os.environ.get("E2B_LIVE_TEMPLATE", "base"), "timeout": 120}
 
 
+def prime_options() -> dict[str, object] | str:
+    """Options for the real Prime Intellect service, or why there are none."""
+    if not os.environ.get("PRIME_API_KEY", "").strip():
+        return "PRIME_API_KEY is not set: the live Prime tests need a real account's API key"
+    image = os.environ.get("PRIME_LIVE_IMAGE")
+    return {"image": image, "timeout_minutes": 10} if image else {"timeout_minutes": 10}
+
+
 def daytona_options() -> dict[str, object] | str:
     """Options for the real Daytona service, or why there are none."""
     if not os.environ.get("DAYTONA_API_KEY", "").strip():

@@ -9,6 +9,7 @@ services when their credentials are set.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,8 @@ STAND_INS = (
     "coreweave",
     "ec2",
     "ec2-session",
+    # prime's SDK is not in the [all] extra (scripts/ensure-prime): without it, not run here
+    *(("prime",) if importlib.util.find_spec("prime_sandboxes") else ()),
 )
 LIVE: dict[str, Callable[[], Any]] = {
     "k8s-live": live.k8s_options,
@@ -65,6 +68,7 @@ LIVE: dict[str, Callable[[], Any]] = {
     "runloop-live": live.runloop_options,
     "coreweave-live": live.coreweave_options,
     "ec2-live": live.ec2_options,
+    "prime-live": live.prime_options,
 }
 
 
@@ -205,6 +209,8 @@ def selected_substrate(request: pytest.FixtureRequest) -> Selection:
         request.getfixturevalue("runloop_env")
     elif name == "coreweave":
         request.getfixturevalue("coreweave_env")
+    elif name == "prime":
+        request.getfixturevalue("prime_env")
     elif name == "ec2":
         args += substrate_opt_args(request.getfixturevalue("ec2_opts"))
     return Selection(name, args)
@@ -315,6 +321,17 @@ def _build(name: str, request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
         for variable, value in fixture("coreweave_server").env().items():
             monkeypatch.setenv(variable, value)
         return CoreWeaveSubstrate()
+    if name in ("prime", "prime-live"):
+        from pytest_rollout_tax.substrates.prime import PrimeSubstrate
+
+        if name == "prime-live":
+            return PrimeSubstrate(**live.prime_options())
+        for variable in ("PRIME_CONTEXT", "PRIME_TEAM_ID", "PRIME_USER_ID", "PRIME_BASE_URL"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("HOME", str(fixture("tmp_path_factory").mktemp("prime-home")))
+        for variable, value in fixture("prime_server").env().items():
+            monkeypatch.setenv(variable, value)
+        return PrimeSubstrate(poll_interval=0.05)
     if name in ("ec2", "ec2-live"):
         from pytest_rollout_tax.substrates.ec2 import EC2Substrate
 
