@@ -72,6 +72,8 @@ def runloop_options() -> dict[str, object] | str:
         return "RUNLOOP_API_KEY is not set: the live Runloop tests need a real account's API key"
     blueprint = os.environ.get("RUNLOOP_LIVE_BLUEPRINT")
     return {"blueprint": blueprint, "keep_alive": 600} if blueprint else {"keep_alive": 600}
+
+
 def coreweave_options() -> dict[str, object] | str:
     """Options for the real CoreWeave Sandboxes service, or why there are none."""
     if not os.environ.get("CWSANDBOX_API_KEY"):
