@@ -114,8 +114,8 @@ DAYTONA_SLOW = {
 }
 
 
-#: Runloop's gaps whose test passes when the machine is fast enough (non-strict xfails), by
-#: test function name and variant.
+#: Runloop's gaps, by test function name and variant: known failures, not run (a flood's
+#: output is carried whole after the step's deadline).
 RUNLOOP_SLOW = {
     # a session's output comes back as server-sent text events the service relays: a flood
     # the helper cut at the deadline is still carried through the events after it
@@ -144,7 +144,8 @@ def runsc_gap(item: pytest.Item) -> None:
         return
     slow = next((RUNLOOP_SLOW[name, p] for p in params if (name, p) in RUNLOOP_SLOW), None)
     if slow is not None:
-        item.add_marker(pytest.mark.xfail(reason=slow, strict=False))
+        # not run: the in-process stand-in keeps a whole flood (gigabytes) to stream it back
+        item.add_marker(pytest.mark.xfail(reason=slow, run=False))
         return
     others = [p for p in params if "-runsc" not in p]
     reason = RUNSC_GAPS.get(name) or RUNSC_GAPS.get(f"{name}[{'-'.join(others)}]")
