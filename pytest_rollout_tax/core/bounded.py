@@ -7,11 +7,14 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from ..errors import RolloutTaxError
+
 T = TypeVar("T")
 
 
-class Overrun(Exception):
-    """:func:`bounded`'s work did not end within its budget; it goes on, abandoned."""
+class Overrun(RolloutTaxError):
+    """:func:`bounded`'s work did not end within its budget; it goes on, abandoned. Each
+    caller turns it into its own budget's error (:class:`~..errors.BudgetExceeded`)."""
 
 
 class _Call(Generic[T]):

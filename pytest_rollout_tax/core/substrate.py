@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import statistics
 import threading
 import time
@@ -105,24 +104,6 @@ def command_env_values(options: object) -> list[str]:
 def new_id() -> str:
     """A short random id for sessions and rollouts, valid as a label value everywhere."""
     return uuid.uuid4().hex[:12]
-
-
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine (a zombie counts as dead).
-
-    Reaping uses it to spare the sandboxes of a session that is still running here.
-    """
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            return stat.read().rpartition(b")")[2].split()[0] != b"Z"
-    except (OSError, IndexError):  # no procfs: trust kill()
-        return True
 
 
 class Substrate(ABC):

@@ -176,7 +176,7 @@ def _evidence(strata: Sequence[Stratum]) -> Evidence:
             None,
             f"threshold alone: {n[0]}/{n[1]} rollouts, the noise test needs {MIN_SAMPLES} a side",
         )
-    p = p_greater(used)
+    p = p_greater(used, level=ALPHA)
     relation = "<" if p < ALPHA else ">="
     within = f"within {len(used)} tests" if len(used) > 1 else "of one test"
     return Evidence(
@@ -199,7 +199,7 @@ def _test_change(check: Check, test: str, before: Side, after: Side, scale: floa
     )
     if min(len(stratum.baseline), len(stratum.now)) < 2:  # too few to test alone
         return TestChange(test, base, now, None, True)
-    p = p_greater([stratum])
+    p = p_greater([stratum], level=ALPHA)
     return TestChange(test, base, now, p, p < ALPHA)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from ..core.contract import file_error
+from ..core.processes import process_alive
 from ..core.record import PhaseClock
 from ..core.sandbox import Handle
 from ..core.shell import SHELL, STDERR, STDOUT, Duplex, ShellTransport
@@ -31,7 +32,6 @@ from ..core.substrate import (
     SESSION_LABEL,
     Substrate,
     SubstrateOptions,
-    process_alive,
 )
 from ..core.transport import Output, RawResult, Transport, step_timeout
 from ..errors import NotRegularFileError, SandboxStartError

@@ -276,7 +276,7 @@ class PrimeSubstrate(HostedSubstrate):
                 time.sleep(self.options.poll_interval)
 
     def _delete(self, handle: HostedHandle) -> None:
-        self._settled_delete(handle.client or self.clients.shared, handle.id)
+        self._settled_delete(handle.client, handle.id)
 
     def _list(self, client: Any, labels: Mapping[str, str] | None) -> Iterator[Listed]:
         page = 1

@@ -52,12 +52,18 @@ def test_files_are_not_cut_by_the_output_cap(capped_box):
     assert capped_box.read_file("big", binary=True) == b"x" * 5000
 
 
+#: The slack past a 2 s deadline a flooded step may take: the stand-ins of hosted services
+#: serve the flood from threads of this very process, which share its interpreter lock.
+SLACK_S = {"local": 1.5, "docker": 1.5, "bwrap": 1.5, "k8s": 1.5, "ec2": 1.5}
+
+
 def test_a_step_timeout_holds_while_its_output_floods(capped_box):
     """Finding 6: a 2 s timeout during heavy output overran to 3.9-8.7 s on local exec."""
+    slack = SLACK_S.get(capped_box.rollout.substrate.split("-")[0], 2.5)
     started = time.perf_counter()
     with pytest.raises(StepTimeout):
         capped_box.exec("yes", timeout=2)
-    assert time.perf_counter() - started < 2 + 1.5  # the deadline, not the flood's end
+    assert time.perf_counter() - started < 2 + slack  # the deadline, not the flood's end
     assert capped_box.exec("echo alive").stdout == "alive\n"
 
 

@@ -10,7 +10,8 @@ import sys
 import pytest
 from support.pytest_process import interrupt, wait_for
 
-from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id, process_alive
+from pytest_rollout_tax.core.processes import process_alive
+from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id
 
 WORKLOAD = """
 import pytest

@@ -160,7 +160,7 @@ def test_the_report_says_which_budget_ran_out(pytester):
     result.stdout.fnmatch_lines(["*local: create ran past its 0.2 s budget*"])
     (rollout,) = json.loads((pytester.path / "out.json").read_text())["rollouts"]
     assert rollout["budget_exceeded"] == "create"
-    assert rollout["outcome"] == "error"
+    assert (rollout["outcome"], rollout["infra_cause"]) == ("infra_failed", "start")
     assert rollout["steps"]["kind"] == []
     assert not any((pytester.path / "sandboxes").iterdir())
 

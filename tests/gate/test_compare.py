@@ -328,7 +328,7 @@ def test_a_saved_run_with_recorded_think_time_reprojects_each_substrate_with_its
 def test_sample_metrics_are_defined_once() -> None:
     assert compare.SAMPLE_METRICS is schema.SAMPLE_METRICS
     assert sides.SAMPLE_METRICS is schema.SAMPLE_METRICS
-    assert (*schema.SAMPLE_METRICS, "worker_hours", "cost") == compare.METRICS
+    assert (*schema.SAMPLE_METRICS, "worker_hours", "cost", "infra_failed") == compare.METRICS
 
 
 def test_table_per_substrate_fits_100_columns() -> None:

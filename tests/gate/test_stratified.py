@@ -46,6 +46,27 @@ def test_the_p_value_matches_the_exact_permutation_test(strata: list[Stratum]) -
     assert found == pytest.approx(truth, abs=0.015)  # within the resampling's error
 
 
+@pytest.mark.parametrize("strata", CASES)
+def test_stopping_once_the_verdict_is_settled_keeps_the_verdict(strata: list[Stratum]) -> None:
+    """At the level, the sequential p-value is below it exactly when the full count's is; a
+    p-value below the level is the full count's itself, one above it an estimate from at
+    least 101 hits (within a third of the exact one)."""
+    full, sequential, truth = p_greater(strata), p_greater(strata, level=0.05), exact(strata)
+    assert (sequential < 0.05) == (full < 0.05)
+    if full < 0.05:
+        assert sequential == full
+    else:
+        assert sequential >= 0.05 and sequential == pytest.approx(truth, rel=1 / 3)
+
+
+def test_a_p_value_inside_the_noise_stops_at_the_settling_hit() -> None:
+    """A test whose exact p-value is 22/70 (4 rollouts a side): the sequential p-value is 101
+    hits over fewer relabellings than :data:`RESAMPLES`."""
+    stratum = Stratum("a", (1.0, 1.1, 0.9, 1.05), (1.1, 1.2, 1.0, 0.95))
+    draws = 101 / p_greater([stratum], level=0.05)
+    assert draws == pytest.approx(round(draws)) and draws < RESAMPLES / 4
+
+
 def test_one_slow_outlier_does_not_hide_a_100x_slowdown() -> None:
     """Every current rollout far above the baseline, one of them 100x the others (a loaded
     client): the exact test's smallest p-value, which a normal approximation put at 0.16."""

@@ -3,7 +3,8 @@ third step), gated on local and on docker-session. Pooled, the slowdown hid as n
 run passed; judged like with like it fails naming the slowed test, while the unchanged test,
 selected alone, passes against the same baseline. The sleep is long enough to stand out of
 the noise of a shared 2-core machine (step CV up to 45 % between runs), which the gate's own
-lines state."""
+lines state, and the thresholds (100 %) above the drift a loaded machine puts between two runs
+of the unchanged test: at 10 % it once failed in CI."""
 
 from __future__ import annotations
 
@@ -57,8 +58,9 @@ def test_one_slowed_test_of_two_fails_the_gate_and_is_named(
     selected = f"--substrate={substrate}"
     code, output = pytest_run(tmp_path, selected, "--rollout-save=main")
     assert code == 0, output
-    gate = ("--rollout-compare=main", "--rollout-compare-fail=step.mean:10%",
-            "--rollout-compare-fail=worker_hours:10%")  # fmt: skip
+    # thresholds above the load's drift between two runs (the slowed test adds ~10x its steps)
+    gate = ("--rollout-compare=main", "--rollout-compare-fail=step.mean:100%",
+            "--rollout-compare-fail=worker_hours:100%")  # fmt: skip
 
     code, output = pytest_run(tmp_path, selected, *gate, slow=True)
     assert code == 1, output

@@ -333,9 +333,9 @@ def test_an_unknown_substrate_in_the_marker_is_a_usage_error(suite, workers):
         """
     )
     known = (
-        "bwrap, bwrap-reset, bwrap-session, daytona, docker, docker-gvisor, docker-pool, "
-        "docker-reset, docker-session, docker-snap, e2b, ec2, ec2-session, k8s, k8s-claim, "
-        "k8s-session, kubernetes, local, local-b, local-broken, modal"
+        "bwrap, bwrap-reset, bwrap-session, coreweave, daytona, docker, docker-gvisor, "
+        "docker-pool, docker-reset, docker-session, docker-snap, e2b, ec2, ec2-session, k8s, "
+        "k8s-claim, k8s-session, kubernetes, local, local-b, local-broken, modal, prime, runloop"
     )
     assert_usage_error(
         suite.runpytest(*workers, "--substrate=local,local-b"),
@@ -639,8 +639,12 @@ def test_xdist_over_2000_fast_rollouts_counts_what_a_serial_run_counts(pytester)
     pytester.makepyfile(test_fast=FAST_WORKLOAD)
     pytester.makeconftest(KEPT_RECORDS)
     common = ("--rollout-probes=0", "-p", "no:cacheprovider")
-    serial = pytester.runpytest(*common, "--rollout-json=serial.json")
-    parallel = pytester.runpytest(*common, "-p", "xdist", "-n", "2", "--rollout-json=xdist.json")
+    # in a process of their own: 4000 rollouts in this worker's process paid for whatever
+    # earlier tests left in it (50 minutes in one full run; alone, 25 s)
+    serial = pytester.runpytest_subprocess(*common, "--rollout-json=serial.json")
+    parallel = pytester.runpytest_subprocess(
+        *common, "-p", "xdist", "-n", "2", "--rollout-json=xdist.json"
+    )
     for result in (serial, parallel):
         result.assert_outcomes(passed=2000)
         result.stdout.fnmatch_lines(["records kept on reports: 0"])

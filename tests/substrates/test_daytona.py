@@ -22,9 +22,9 @@ from pytest_rollout_tax.core.sandbox import Sandbox
 from pytest_rollout_tax.core.substrate import ROLLOUT_LABEL, SESSION_LABEL
 from pytest_rollout_tax.errors import (
     ConfigError,
+    CreateTimeout,
     CredentialsMissing,
     RateLimited,
-    SandboxStartError,
     SubstrateUnavailable,
 )
 from pytest_rollout_tax.fleet import burst
@@ -198,7 +198,7 @@ def test_a_create_answered_after_the_client_gave_up_leaves_no_sandbox(
     before = daytona_env.requests["POST /api/sandbox"]
     daytona_env.create_answer_delay_s = 5
     try:
-        with pytest.raises(SandboxStartError, match="did not start within"):
+        with pytest.raises(CreateTimeout, match=r"create ran past its 2 s budget \(daytona.create"):
             substrate.start()
     finally:
         daytona_env.create_answer_delay_s = 0

@@ -21,7 +21,8 @@ from support import docker_exec
 from support.docker_engine import session_shell
 from support.pytest_process import interrupt
 
-from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id, process_alive
+from pytest_rollout_tax.core.processes import process_alive
+from pytest_rollout_tax.core.substrate import SESSION_LABEL, new_id
 from pytest_rollout_tax.substrates.docker import KEEPALIVE, OWNER_LABEL, DockerSubstrate
 from pytest_rollout_tax.substrates.docker.lifecycle import USER_LABEL, current_user
 
@@ -199,7 +200,9 @@ def test_the_session_shell_of_a_closed_sandbox_is_gone_with_the_container(
     )
     try:
         sandbox = substrate.start()
-        assert sandbox.exec("sleep 300 &").ok  # still holding the shell's output at close
+        # a step returns once its output is closed: this one's child runs on past close
+        assert sandbox.exec("sleep 300 >/dev/null 2>&1 &").ok
+        assert "sleep 300" in _processes(docker_client, sandbox.id)
         shell = session_shell(docker_client, sandbox.id)
         assert process_alive(shell["Pid"])
         sandbox.close()

@@ -4,7 +4,6 @@ unbound claims, the missing CRDs, the summary's split and leaks. Its timings are
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -140,8 +139,10 @@ def test_a_warm_pool_of_2_and_a_burst_of_4_records_both_launch_types_with_p50s(c
 
 
 def test_pacing_spaces_the_claims_creates(claims):
-    """Three claims at once at 5 claims/s: their create requests (the rollout's create stamp
-    plus its ``paced`` wait) are 0.2 s apart at least."""
+    """Three claims at once at 5 claims/s: the k-th create request (the rollout's create stamp
+    plus its ``paced`` wait) goes 0.2 s x k after the first create began, at least. (Each waits
+    for its own slot, 0.2 s after the one before; a thread that wakes late only sends later, so
+    the spacing of two requests is not itself bounded.)"""
     substrate = claims(max_claims_per_s=5)
     substrate._ensure_prepared()
     boxes, release = [], threading.Barrier(3)
@@ -159,7 +160,8 @@ def test_pacing_spaces_the_claims_creates(claims):
         box.close()
     sent = sorted(b.rollout.epoch["create"] + b.rollout.phases.get("paced", 0.0) for b in boxes)
     assert sum("paced" in b.rollout.phases for b in boxes) >= 2
-    assert all(later - earlier >= 0.19 for earlier, later in itertools.pairwise(sent)), sent
+    first = min(b.rollout.epoch["create"] for b in boxes)
+    assert all(at - first >= 0.2 * k - 0.01 for k, at in enumerate(sent)), sent
 
 
 def test_a_claim_left_unbound_is_its_own_outcome_with_the_controllers_conditions(
@@ -200,9 +202,9 @@ def test_an_unbound_claim_is_the_rollouts_outcome_unbound_in_the_json_and_the_su
     assert "SandboxNotReady: Sandbox is not ready" in rollout["error"]
     entry = result["substrates"]["k8s-claim"]
     assert (entry["failures"], entry["unbound"]) == (1, 1)
-    assert "k8s-claim: 0% of rollouts succeeded (1 unbound); failures: 1x ClaimUnbound" in (
-        " ".join(done.stdout.split())  # the summary wraps long lines
-    )
+    summary = " ".join(done.stdout.split())  # the summary wraps long lines
+    assert "k8s-claim: no valid result (1 of 1 failed: ClaimUnbound: k8s: SandboxClaim" in summary
+    assert "k8s-claim: 0% of rollouts succeeded (1 unbound); failures: the reason above" in summary
 
 
 def test_the_tools_pool_counts_idle_from_ready_to_claimed_or_to_its_deletion():

@@ -10,9 +10,10 @@ from typing import Any, ClassVar
 import pytest
 from support.late_answer import HeldAnswer, keyboard_interrupts
 
+from pytest_rollout_tax.core.processes import process_alive
 from pytest_rollout_tax.core.record import PhaseClock, Rollout
 from pytest_rollout_tax.core.sandbox import Handle
-from pytest_rollout_tax.core.substrate import Substrate, process_alive
+from pytest_rollout_tax.core.substrate import Substrate
 from pytest_rollout_tax.errors import CreateTimeout
 from pytest_rollout_tax.substrates.bwrap import BwrapSubstrate
 from pytest_rollout_tax.substrates.local import LocalSubstrate

@@ -290,8 +290,9 @@ def test_each_rollout_opens_its_own_connection_unless_reused(modal_factory: Fact
     assert (own.connection, shared.connection) == ("per-rollout", "reused")  # the row says it
     with own.start() as first, own.start() as second:
         assert first.handle.client is not None and first.handle.client is not second.handle.client
-    with shared.start() as sb:
-        assert sb.handle.client is None  # the substrate's one connection
+    with shared.start() as sb, shared.start() as other:
+        assert sb.handle.client is shared.clients.shared  # the substrate's one connection
+        assert other.handle.client is sb.handle.client
 
 
 def test_rollout_reap_lists_and_terminates_leftovers_of_earlier_sessions(

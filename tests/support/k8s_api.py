@@ -50,7 +50,7 @@ import docker
 import yaml
 from aiohttp import WSCloseCode, WSMsgType, web
 
-from pytest_rollout_tax.core.substrate import process_alive
+from pytest_rollout_tax.core.processes import process_alive
 
 try:
     from support.late_answer import HeldAnswer

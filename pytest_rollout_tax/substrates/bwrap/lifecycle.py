@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ...core import stepper
+from ...core.processes import process_alive
 from ...core.record import PhaseClock
 from ...core.shell import ShellTransport
-from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate, process_alive
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Substrate
 from ...core.transport import Transport
 from ...errors import SandboxStartError, SubstrateUnavailable
 from ..docker.lifecycle import OWNER_LABEL, USER_LABEL, current_user

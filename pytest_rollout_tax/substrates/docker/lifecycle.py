@@ -18,10 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...core.price import GIB, Resources
+from ...core.processes import process_alive
 from ...core.record import PhaseClock
 from ...core.sandbox import Sandbox
 from ...core.shell import ShellTransport
-from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Prepare, Substrate, process_alive
+from ...core.substrate import ROLLOUT_LABEL, SESSION_LABEL, Prepare, Substrate
 from ...core.transport import Transport
 from ...errors import (
     ConfigError,

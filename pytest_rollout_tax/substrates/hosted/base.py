@@ -52,8 +52,9 @@ DETAILS_LIMIT = 400
 
 @dataclass
 class HostedHandle(Handle):
-    """One hosted sandbox: ``sdk`` the SDK's object for it; ``client`` the rollout's own
-    client that made it, closed with it (the base sets it; None: the shared one made it)."""
+    """One hosted sandbox: ``sdk`` the SDK's object for it; ``client`` the client that made it
+    (the base sets it): the rollout's own, closed with the sandbox, or the shared one when
+    connections are reused, which stays open."""
 
     sdk: Any
     client: Any = None
@@ -144,7 +145,7 @@ class HostedSubstrate(Substrate):
             if isinstance(exc, Exception):
                 raise self.error(exc, CREATING) from None
             raise
-        handle.client = None if self.clients.reuse else client  # closed with the sandbox
+        handle.client = client  # a rollout's own is closed with the sandbox, never the shared
         if "create" not in clock.phases:
             clock.mark("create")
         try:  # every sandbox starts in an empty workdir, not in the image user's home

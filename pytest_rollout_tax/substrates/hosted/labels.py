@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.substrate import SESSION_LABEL, process_alive
+from ...core.processes import process_alive
+from ...core.substrate import SESSION_LABEL
 
 OWNER_LABEL = "rollout-tax.io/owner"
 

@@ -12,7 +12,6 @@ closes; otherwise the user's template and the pool naming it are used and never 
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from ...core.pool_stats import PoolStats
 from ...core.record import PhaseClock
 from ...core.substrate import SESSION_LABEL, new_id
 from ...errors import RolloutTaxError, SandboxError, SandboxStartError, SandboxUnbound
+from ..pacing import CreatePacer
 from .agent_sandbox import (
     CLAIM,
     LAUNCH_TYPE_LABEL,
@@ -54,27 +54,6 @@ class ClaimHandle(PodHandle):
     claim: str = ""
 
 
-class Pacer:
-    """At most ``per_s`` starts a second from this process (0: no limit)."""
-
-    def __init__(self, per_s: float) -> None:
-        self.interval = 1.0 / per_s if per_s > 0 else 0.0
-        self._next = 0.0
-        self._lock = threading.Lock()
-
-    def wait(self) -> float:
-        """Block until this start's turn; the seconds waited."""
-        if not self.interval:
-            return 0.0
-        with self._lock:
-            now = time.perf_counter()
-            turn = max(now, self._next)
-            self._next = turn + self.interval
-        if turn > now:
-            time.sleep(turn - now)
-        return turn - now
-
-
 class Claims:
     """The claims of one substrate: its pool (found or made), pacing, claim and release."""
 
@@ -82,7 +61,7 @@ class Claims:
         self.objects = objects
         self.options = options
         self.session_id = session_id
-        self.pacer = Pacer(options.max_claims_per_s)
+        self.pacer = CreatePacer(options.max_claims_per_s)
         #: The pool claims check out of, and what the tool made (deleted at close).
         self.pool = ""
         self.made: list[tuple[Kind, str]] = []
